@@ -1,0 +1,69 @@
+// Package congestion holds udt's congestion controllers: the Controller interface (shaped after
+// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm and a fixed-rate controller.
+//
+// A controller only computes: it is told events with the time passed in and answers with a packet
+// send period (STP) and a congestion window. It never reads a clock, sleeps or sends.
+package congestion
+
+import "time"
+
+// Params describe the connection a controller is attached to. They are given once, to Init.
+type Params struct {
+	MSS        int    // maximum segment size in bytes, IP and UDP headers included (UDT_MSS, default 1500)
+	FlowWindow int    // the peer's flow window in packets (UDT_FC, default 25600)
+	ISN        uint32 // the sender's initial sequence number (31 bits)
+}
+
+// ACK is a full or light acknowledgement as the sender sees it (spec §2.3, §6.3).
+type ACK struct {
+	Seq       uint32        // the ACK number: the first sequence number not yet received (31 bits)
+	RTT       time.Duration // the sender's smoothed RTT after this ACK (spec §4.2)
+	RTTVar    time.Duration // the sender's smoothed RTT variance
+	RecvRate  int           // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
+	Bandwidth int           // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
+	CurrSeq   uint32        // the largest sequence number sent so far
+}
+
+// Range is an inclusive range of lost sequence numbers (31 bits, wrap-aware).
+type Range struct{ First, Last uint32 }
+
+// Loss is a loss report (NAK, spec §2.4) as the sender sees it.
+type Loss struct {
+	Ranges  []Range // the reported losses, in the order the NAK carried them; only valid during the call
+	CurrSeq uint32  // the largest sequence number sent so far
+}
+
+// State is what a controller decides. conn reads it after every event.
+type State struct {
+	// Period is the packet send period (STP): the gap between two data packets' departures.
+	// 0 means no rate limit.
+	Period time.Duration
+	// Window is the congestion window in packets; the sender keeps at most min(Window, flow
+	// window) packets unacknowledged.
+	Window float64
+	// ACKPeriod, if non-zero, is the receiver's full-ACK period (at most SYN = 10 ms). Optional.
+	ACKPeriod time.Duration
+	// ACKInterval, if non-zero, asks for an ACK every ACKInterval packets. Optional.
+	ACKInterval int
+	// RTO, if non-zero, replaces the retransmission timeout of spec §4.5. Optional.
+	RTO time.Duration
+}
+
+// Controller is a congestion control algorithm, in the shape of UDT4's CCC class (spec §5.7).
+// All methods are called from one goroutine at a time; now is the event's time on the monotonic clock.
+type Controller interface {
+	// Init is called once before any other method.
+	Init(now time.Time, p Params)
+	// OnACK is called for each ACK that advances the acknowledged sequence number.
+	OnACK(now time.Time, a ACK)
+	// OnLoss is called for each loss report (NAK) the sender accepts.
+	OnLoss(now time.Time, l Loss)
+	// OnTimeout is called when the retransmission (EXP) timer fires with packets in flight.
+	OnTimeout(now time.Time)
+	// OnPacketSent is called for each data packet sent (first transmission or retransmission).
+	OnPacketSent(now time.Time, seq uint32, size int)
+	// OnPacketReceived is called for each data packet received.
+	OnPacketReceived(now time.Time, seq uint32, size int)
+	// State returns the controller's current decision.
+	State() State
+}
