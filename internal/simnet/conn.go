@@ -82,7 +82,7 @@ func (c *Conn) next() (*packet, error) {
 		default:
 		}
 		dl := c.rd.wait()
-		if closedChan(dl) {
+		if c.rd.expired() {
 			return nil, c.opErr("read", nil, os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
@@ -170,7 +170,7 @@ func (c *Conn) write(b []byte, dst netip.AddrPort, addr net.Addr) (int, error) {
 		return 0, c.opErr("write", errAddr(), net.ErrClosed)
 	default:
 	}
-	if closedChan(c.wd.wait()) {
+	if c.wd.expired() {
 		return 0, c.opErr("write", errAddr(), os.ErrDeadlineExceeded)
 	}
 	if len(b) > MaxDatagram {

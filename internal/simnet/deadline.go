@@ -61,6 +61,14 @@ func (d *deadline) fire() {
 	}
 }
 
+// expired reports whether the deadline has passed, by the clock: a timer callback due at the
+// same instant may not have run yet.
+func (d *deadline) expired() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return !d.when.IsZero() && !time.Now().Before(d.when)
+}
+
 // wait returns a channel closed once the deadline passes.
 func (d *deadline) wait() chan struct{} {
 	d.mu.Lock()
