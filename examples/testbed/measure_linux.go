@@ -1,0 +1,173 @@
+//go:build linux
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/netip"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// PingRTT pings B from A count times and returns the median and mean RTT of
+// the replies and how many came back. It needs ping (iputils-ping).
+func PingRTT(ctx context.Context, tb *Testbed, count int) (median, mean time.Duration, replies int, err error) {
+	// -i 0.05: 20 per second; -W: wait for late replies; -n: no DNS.
+	wait := strconv.Itoa(int(math.Ceil((tb.RTT + 2*time.Second).Seconds())))
+	cmd := tb.Command(ctx, HostA, "ping", "-n", "-c", strconv.Itoa(count), "-i", "0.05", "-W", wait, tb.Addr(HostB).String())
+	out, err := cmd.Output()
+	var rtts []time.Duration
+	sc := bufio.NewScanner(strings.NewReader(string(out)))
+	for sc.Scan() {
+		_, after, ok := strings.Cut(sc.Text(), " time=")
+		if !ok {
+			continue
+		}
+		f := strings.Fields(after)
+		if len(f) < 1 {
+			continue
+		}
+		ms, perr := strconv.ParseFloat(f[0], 64)
+		if perr == nil {
+			rtts = append(rtts, time.Duration(ms*float64(time.Millisecond)))
+		}
+	}
+	if len(rtts) == 0 {
+		if err == nil {
+			err = fmt.Errorf("ping: no replies")
+		}
+		return 0, 0, 0, fmt.Errorf("ping %s from A: %w", tb.Addr(HostB), err)
+	}
+	slices.Sort(rtts)
+	var sum time.Duration
+	for _, r := range rtts {
+		sum += r
+	}
+	return rtts[len(rtts)/2], sum / time.Duration(len(rtts)), len(rtts), nil
+}
+
+// probePort is the UDP port of the loss probe's sink on B.
+const probePort = 5301
+
+// probeSize is the UDP payload of a loss probe, bytes.
+const probeSize = 64
+
+// ProbeLoss sends n numbered UDP probes from A to B at pps per second and
+// returns the fraction in percent that B did not receive (one direction).
+func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, err error) {
+	var sink *net.UDPConn
+	laddr := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tb.Addr(HostB), probePort))
+	if err := inNS(tb.NS(HostB), func() (err error) {
+		sink, err = net.ListenUDP("udp4", laddr)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	defer sink.Close()
+	forceBuffer(sink, unix.SO_RCVBUFFORCE, 8<<20)
+
+	got := make(chan int, 1)
+	go func() {
+		seen := make([]bool, n)
+		count := 0
+		buf := make([]byte, 2048)
+		for {
+			m, err := sink.Read(buf)
+			if err != nil {
+				break // deadline after the last probe, or closed
+			}
+			if m >= 4 {
+				if i := int(binary.BigEndian.Uint32(buf)); i < n && !seen[i] {
+					seen[i] = true
+					count++
+				}
+			}
+		}
+		got <- count
+	}()
+
+	var src *net.UDPConn
+	if err := inNS(tb.NS(HostA), func() (err error) {
+		src, err = net.DialUDP("udp4", nil, laddr)
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	defer src.Close()
+	forceBuffer(src, unix.SO_SNDBUFFORCE, 8<<20)
+
+	// Send in 1 ms rounds of pps/1000 probes (Go timers are ms-grained).
+	perTick := max(1, pps/1000)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	pkt := make([]byte, probeSize)
+	sent := 0
+	for sent < n {
+		select {
+		case <-ctx.Done():
+			sink.Close()
+			<-got
+			return 0, ctx.Err()
+		case <-tick.C:
+		}
+		for j := 0; j < perTick && sent < n; j++ {
+			binary.BigEndian.PutUint32(pkt, uint32(sent))
+			if _, err := src.Write(pkt); err != nil {
+				if errors.Is(err, syscall.ENOBUFS) {
+					break // local queue full, not path loss: resend next tick
+				}
+				sink.Close()
+				<-got
+				return 0, fmt.Errorf("probe send: %w", err)
+			}
+			sent++
+		}
+	}
+	// Late probes: one-way delay plus queueing, with margin.
+	sink.SetReadDeadline(time.Now().Add(tb.RTT + 500*time.Millisecond))
+	recv := <-got
+	return float64(n-recv) / float64(n) * 100, nil
+}
+
+func forceBuffer(c *net.UDPConn, opt, size int) {
+	if raw, err := c.SyscallConn(); err == nil {
+		_ = raw.Control(func(fd uintptr) { _ = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, size) })
+	}
+}
+
+// LinkRate measures the A→B TCP goodput at the current setting: with iperf3
+// (Debian package iperf3) when tool is "iperf3", or when it is "auto" and
+// iperf3 is installed; otherwise with the built-in runner. It returns the
+// goodput in bit/s and the tool used.
+func LinkRate(ctx context.Context, tb *Testbed, tool, cc string, dur, warmup time.Duration) (float64, string, error) {
+	if tool == "auto" {
+		tool = "builtin"
+		if _, err := exec.LookPath("iperf3"); err == nil {
+			tool = "iperf3"
+		}
+	}
+	switch tool {
+	case "iperf3":
+		r, err := RunIperf3(ctx, tb, cc, dur, warmup)
+		return r.Goodput, "iperf3 -C " + cc, err
+	case "builtin":
+		r, err := RunTCP(ctx, tb, cc, dur, warmup)
+		if err == nil && !r.SHA256OK {
+			err = fmt.Errorf("built-in TCP runner: SHA-256 mismatch")
+		}
+		return r.Goodput, "built-in TCP " + cc, err
+	}
+	return 0, "", fmt.Errorf("unknown TCP tool %q (want auto, iperf3 or builtin)", tool)
+}

@@ -1,0 +1,112 @@
+//go:build linux
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+// run builds the testbed, measures it and runs the commands or the matrix.
+// It returns the exit code (the client's, when a client ran).
+func run(o *options) (code int, err error) {
+	if err := CheckPrivileges(); err != nil {
+		return 1, err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer stop()
+	if o.matrix.run {
+		return runMatrix(ctx, o)
+	}
+	tb, err := New(ctx, o.cfg)
+	if err != nil {
+		return 1, err
+	}
+	defer func() {
+		if cerr := tb.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("cleanup: %w", cerr)
+		}
+	}()
+	fmt.Printf("testbed: %s, queue %d B (namespaces %s, %s, %s)\n", tb.Config, tb.QueueBytes(), tb.NS(HostA), tb.NS(Router), tb.NS(HostB))
+	if o.measure != "none" {
+		checks, err := SelfMeasure(ctx, tb, o.measure, o.tcpTool, os.Stderr)
+		if err != nil {
+			return 1, interrupted(ctx, err)
+		}
+		ok := printChecks(os.Stdout, checks)
+		printDelayStats(tb)
+		if !ok {
+			fmt.Println("testbed: WARNING: the link is out of tolerance; results across it are suspect")
+		}
+	}
+	if len(o.client) == 0 {
+		return 0, nil
+	}
+	return runCommands(ctx, tb, o)
+}
+
+func printDelayStats(tb *Testbed) {
+	s, err := tb.DelayStats()
+	if err != nil {
+		fmt.Println("delay line:", err)
+		return
+	}
+	fmt.Printf("delay line: %d packets forwarded, %d dropped (full), realtime %v; release lateness: %s; worst %.0f µs\n",
+		s.Forwarded, s.Dropped, s.Realtime, s.LateSummary(), float64(s.MaxLate)/1e3)
+}
+
+// runCommands starts the server on B (if any), waits serverWait, runs the
+// client on A and returns its exit code; the server is then stopped.
+func runCommands(ctx context.Context, tb *Testbed, o *options) (int, error) {
+	subst := func(args []string) []string {
+		r := strings.NewReplacer("{A}", tb.Addr(HostA).String(), "{B}", tb.Addr(HostB).String())
+		out := make([]string, len(args))
+		for i, a := range args {
+			out[i] = r.Replace(a)
+		}
+		return out
+	}
+	if len(o.server) > 0 {
+		s := subst(o.server)
+		srv := tb.Command(ctx, HostB, s[0], s[1:]...)
+		srv.Stdout, srv.Stderr = prefixWriter(os.Stdout, "B| "), prefixWriter(os.Stderr, "B| ")
+		if err := tb.Start(srv); err != nil {
+			return 1, fmt.Errorf("server on B: %w", err)
+		}
+		defer stopProcess(srv, 0)
+		select {
+		case <-ctx.Done():
+			return 1, interrupted(ctx, ctx.Err())
+		case <-timeAfter(o.serverWait):
+		}
+	}
+	c := subst(o.client)
+	cli := tb.Command(ctx, HostA, c[0], c[1:]...)
+	cli.Stdin, cli.Stdout, cli.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if err := tb.Start(cli); err != nil {
+		return 1, fmt.Errorf("client on A: %w", err)
+	}
+	err := cli.Wait()
+	if ctx.Err() != nil {
+		return 1, interrupted(ctx, ctx.Err())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return max(ee.ExitCode(), 1), nil
+	}
+	return 0, err
+}
+
+// interrupted turns errors caused by a signal into one clear message.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return errors.New("interrupted; removed the namespaces")
+	}
+	return err
+}
