@@ -1,0 +1,44 @@
+package pacer
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkWait measures each backend's lateness past the deadline and its CPU cost, for the
+// waits pacerbench uses: e.g. BenchmarkWait/hybrid/100us reports late-p50-us, late-p99-us and
+// cpu-us/wait (process CPU from getrusage divided by waits).
+func BenchmarkWait(b *testing.B) {
+	for _, name := range WaiterNames() {
+		b.Run(name, func(b *testing.B) {
+			w, err := NewWaiter(name)
+			if errors.Is(err, errors.ErrUnsupported) {
+				b.Skip(err)
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer closeWaiter(w)
+			for _, d := range []time.Duration{10 * time.Microsecond, 50 * time.Microsecond,
+				100 * time.Microsecond, 500 * time.Microsecond, 800 * time.Microsecond} {
+				b.Run(d.String(), func(b *testing.B) {
+					late := make([]time.Duration, 0, 1024)
+					cpu0 := cpuTime()
+					for b.Loop() {
+						deadline := time.Now().Add(d)
+						w.Wait(deadline)
+						late = append(late, time.Since(deadline))
+					}
+					cpu := cpuTime() - cpu0
+					slices.Sort(late)
+					n := len(late)
+					b.ReportMetric(float64(late[n/2])/1e3, "late-p50-us")
+					b.ReportMetric(float64(late[min(n-1, n*99/100)])/1e3, "late-p99-us")
+					b.ReportMetric(float64(cpu)/1e3/float64(n), "cpu-us/wait")
+				})
+			}
+		})
+	}
+}

@@ -1,0 +1,242 @@
+package pacer
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// These tests check the Waiter contract for every backend in real time. They assert only
+// "never early", "woken" and "no goroutine left", never how late a wait was (see the benchmarks
+// for that). hang is a deadlock guard, not a timing threshold.
+const hang = 20 * time.Second
+
+// eachWaiter runs f on a fresh instance of every backend this system supports, and checks that
+// closing it leaves no goroutine behind.
+func eachWaiter(t *testing.T, f func(t *testing.T, w Waiter)) {
+	for _, name := range WaiterNames() {
+		t.Run(name, func(t *testing.T) {
+			defer goleak.VerifyNone(t)
+			w, err := NewWaiter(name)
+			if errors.Is(err, errors.ErrUnsupported) {
+				t.Skip(err)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer closeWaiter(w)
+			f(t, w)
+		})
+	}
+}
+
+func closeWaiter(w Waiter) {
+	if c, ok := w.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// waitAsync runs w.Wait(deadline) on a new goroutine and returns the result channel.
+func waitAsync(w Waiter, deadline time.Time) <-chan bool {
+	c := make(chan bool, 1)
+	go func() { c <- w.Wait(deadline) }()
+	return c
+}
+
+func recvOrHang(t *testing.T, c <-chan bool, what string) bool {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(hang):
+		t.Fatalf("%s: Wait did not return", what)
+		return false
+	}
+}
+
+func TestWaiterNeverEarly(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		for _, d := range []time.Duration{-time.Millisecond, 0, time.Nanosecond, time.Microsecond,
+			10 * time.Microsecond, 50 * time.Microsecond, 200 * time.Microsecond, 999 * time.Microsecond,
+			1100 * time.Microsecond, 3 * time.Millisecond} {
+			for range 5 {
+				deadline := time.Now().Add(d)
+				if w.Wait(deadline) {
+					t.Fatalf("wait %v: woken without Wake", d)
+				}
+				if now := time.Now(); now.Before(deadline) {
+					t.Fatalf("wait %v: returned %v before the deadline", d, deadline.Sub(now))
+				}
+			}
+		}
+	})
+}
+
+func TestWaiterWakeBeforeWait(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		for _, deadline := range []time.Time{{}, time.Now().Add(time.Hour)} {
+			w.Wake()
+			w.Wake() // coalesces with the first
+			if !recvOrHang(t, waitAsync(w, deadline), "after Wake") {
+				t.Fatal("Wait after Wake reported not woken")
+			}
+			// The second Wake was not remembered separately: a short wait now times out.
+			d := time.Now().Add(100 * time.Microsecond)
+			if w.Wait(d) {
+				t.Fatal("two Wakes were remembered as two")
+			}
+			if time.Now().Before(d) {
+				t.Fatal("returned before the deadline")
+			}
+		}
+	})
+}
+
+func TestWaiterWakeDuringWait(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		for _, deadline := range []time.Time{{}, time.Now().Add(time.Hour)} {
+			for _, pause := range []time.Duration{0, 100 * time.Microsecond, 5 * time.Millisecond} {
+				c := waitAsync(w, deadline)
+				time.Sleep(pause)
+				w.Wake()
+				if !recvOrHang(t, c, "Wake during Wait") {
+					t.Fatal("not woken")
+				}
+				// Nothing is left pending after the Wake was consumed.
+				d := time.Now().Add(50 * time.Microsecond)
+				if w.Wait(d) || time.Now().Before(d) {
+					t.Fatal("stale Wake or early return after a consumed Wake")
+				}
+			}
+		}
+	})
+}
+
+func TestWaiterConcurrentWake(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		const wakers, wakes = 8, 300
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for range wakers {
+			wg.Go(func() {
+				for range wakes {
+					w.Wake()
+					time.Sleep(20 * time.Microsecond)
+				}
+			})
+		}
+		go func() { wg.Wait(); close(stop) }()
+		woken, timed := 0, 0
+		for done := false; !done; {
+			select {
+			case <-stop:
+				done = true
+			default:
+			}
+			deadline := time.Now().Add(30 * time.Microsecond)
+			if w.Wait(deadline) {
+				woken++
+			} else {
+				timed++
+				if time.Now().Before(deadline) {
+					t.Fatal("returned before the deadline")
+				}
+			}
+		}
+		if woken == 0 {
+			t.Fatal("no Wait was woken by 2400 Wakes")
+		}
+		// All wakers are done: at most one Wake is still remembered, then waits time out again.
+		w.Wait(time.Now().Add(10 * time.Microsecond))
+		if d := time.Now().Add(50 * time.Microsecond); w.Wait(d) {
+			t.Fatal("more than one Wake remembered")
+		}
+		t.Logf("%d woken, %d timed out", woken, timed)
+	})
+}
+
+func TestWaiterCloseEndsWait(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		c, ok := w.(io.Closer)
+		if !ok {
+			t.Skip("holds no resources")
+		}
+		res := waitAsync(w, time.Now().Add(time.Hour))
+		time.Sleep(time.Millisecond)
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if !recvOrHang(t, res, "Close during Wait") {
+			t.Fatal("Wait ended by Close reported not woken")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal("second Close:", err)
+		}
+	})
+}
+
+func TestNewWaiterUnknown(t *testing.T) {
+	_, err := NewWaiter("nope")
+	if err == nil {
+		t.Fatal("no error for an unknown name")
+	}
+	for _, n := range WaiterNames() {
+		if !strings.Contains(err.Error(), n) {
+			t.Errorf("error %q does not name %q", err, n)
+		}
+	}
+	want := []string{"hybrid", "nanosleep", "timerfd", "spin", "gotimer"}
+	if got := WaiterNames(); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("WaiterNames = %v, want %v", got, want)
+	}
+	WaiterNames()[0] = "x"
+	if WaiterNames()[0] != "hybrid" {
+		t.Error("WaiterNames shares its slice")
+	}
+	w, err := NewWaiter("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := w.(*Hybrid); !ok || DefaultWaiter != "hybrid" {
+		t.Errorf("default waiter is %T", w)
+	}
+	closeWaiter(w)
+}
+
+func TestHybridMarginFollowsTail(t *testing.T) {
+	h := NewHybrid()
+	if h.Margin() != hybridStart {
+		t.Fatalf("start margin %v", h.Margin())
+	}
+	us := time.Microsecond
+	for range hybridRing {
+		h.record(10 * us)
+	}
+	if got, want := h.Margin(), 10*us+hybridGuard; got != want {
+		t.Fatalf("steady margin %v, want %v", got, want)
+	}
+	h.record(5 * time.Millisecond) // two outliers do not move it (rank 3)
+	h.record(4 * time.Millisecond)
+	if got, want := h.Margin(), 10*us+hybridGuard; got != want {
+		t.Fatalf("margin after 2 outliers %v, want %v", got, want)
+	}
+	h.record(40 * us)
+	if got, want := h.Margin(), 40*us+hybridGuard; got != want {
+		t.Fatalf("margin after a third high sample %v, want %v", got, want)
+	}
+	h.record(3 * time.Millisecond)
+	if got := h.Margin(); got != hybridMaxMargin {
+		t.Fatalf("margin %v, want the clamp %v", got, hybridMaxMargin)
+	}
+	for range hybridRing {
+		h.record(0)
+	}
+	if got := h.Margin(); got != hybridMinMargin {
+		t.Fatalf("margin %v, want the floor %v", got, hybridMinMargin)
+	}
+}
