@@ -1,0 +1,235 @@
+package stream
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+)
+
+// fixedCC is a trivial controller for tests: a constant period and window.
+type fixedCC struct {
+	period time.Duration
+	window float64
+	events struct{ acks, losses, timeouts, sent, recv int }
+}
+
+func (c *fixedCC) Init(time.Time, congestion.Params)       {}
+func (c *fixedCC) OnACK(time.Time, congestion.ACK)         { c.events.acks++ }
+func (c *fixedCC) OnLoss(time.Time, congestion.Loss)       { c.events.losses++ }
+func (c *fixedCC) OnTimeout(time.Time)                     { c.events.timeouts++ }
+func (c *fixedCC) OnPacketSent(time.Time, uint32, int)     { c.events.sent++ }
+func (c *fixedCC) OnPacketReceived(time.Time, uint32, int) { c.events.recv++ }
+func (c *fixedCC) State() congestion.State {
+	return congestion.State{Period: c.period, Window: c.window}
+}
+
+// linkRules shape one direction of the in-test link.
+type linkRules struct {
+	delay   time.Duration // one-way propagation delay
+	rate    int64         // bytes/s serialisation rate, 0 = infinite
+	queue   int           // drop-tail queue limit in packets when rate > 0 (0 = 1000)
+	loss    float64       // probability a packet is lost
+	dup     float64       // probability a packet is duplicated
+	reorder float64       // probability a packet is held back by up to 4·delay+1ms extra
+	dropNAK bool          // drop every NAK
+	drop    func(b []byte) bool
+}
+
+type inflightPkt struct {
+	at  time.Time
+	n   uint64 // tie-breaker: FIFO among equal times
+	to  int
+	buf []byte
+}
+
+type pktHeap []inflightPkt
+
+func (h pktHeap) Len() int { return len(h) }
+func (h pktHeap) Less(i, j int) bool {
+	if !h[i].at.Equal(h[j].at) {
+		return h[i].at.Before(h[j].at)
+	}
+	return h[i].n < h[j].n
+}
+func (h pktHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *pktHeap) Push(x any)   { *h = append(*h, x.(inflightPkt)) }
+func (h *pktHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// link is a deterministic two-endpoint network stepped in virtual time.
+type link struct {
+	now   time.Time
+	rng   *rand.Rand
+	rules [2]linkRules // rules[i]: packets sent by endpoint i
+	ep    [2]*Endpoint
+	q     pktHeap
+	n     uint64
+	busy  [2]time.Time // serialisation: when the link from i is free
+	inQ   [2]int
+	sent  [2]int
+	lost  [2]int
+	pool  [][]byte
+}
+
+func newLink(seed uint64, r0, r1 linkRules) *link {
+	return &link{
+		now:   time.Unix(1_700_000_000, 0),
+		rng:   rand.New(rand.NewPCG(seed, seed^0x9E3779B97F4A7C15)),
+		rules: [2]linkRules{r0, r1},
+	}
+}
+
+func (l *link) buf() []byte {
+	if n := len(l.pool); n > 0 {
+		b := l.pool[n-1]
+		l.pool = l.pool[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, 1500)
+}
+
+func isNAK(b []byte) bool {
+	return len(b) >= 4 && b[0]&0x80 != 0 && (be.Uint32(b)>>16)&0x7FFF == ctrlNAK
+}
+
+// send puts a datagram from endpoint i on the wire.
+func (l *link) send(i int, b []byte) {
+	r := &l.rules[i]
+	l.sent[i]++
+	if (r.dropNAK && isNAK(b)) || (r.drop != nil && r.drop(b)) || (r.loss > 0 && l.rng.Float64() < r.loss) {
+		l.lost[i]++
+		return
+	}
+	copies := 1
+	if r.dup > 0 && l.rng.Float64() < r.dup {
+		copies = 2
+	}
+	for c := 0; c < copies; c++ {
+		at := l.now
+		if r.rate > 0 {
+			limit := r.queue
+			if limit == 0 {
+				limit = 1000
+			}
+			if l.inQ[i] >= limit {
+				l.lost[i]++
+				continue
+			}
+			if l.busy[i].Before(at) {
+				l.busy[i] = at
+			}
+			l.busy[i] = l.busy[i].Add(time.Duration(int64(len(b)+28) * int64(time.Second) / r.rate))
+			at = l.busy[i]
+			l.inQ[i]++
+		}
+		at = at.Add(r.delay)
+		if r.reorder > 0 && l.rng.Float64() < r.reorder {
+			at = at.Add(time.Duration(l.rng.Int64N(int64(4*r.delay + time.Millisecond))))
+		}
+		p := append(l.buf(), b...)
+		heap.Push(&l.q, inflightPkt{at: at, n: l.n, to: 1 - i, buf: p})
+		l.n++
+	}
+}
+
+// output returns the Config.Output of endpoint i.
+func (l *link) output(i int) func([]byte) { return func(b []byte) { l.send(i, b) } }
+
+// app is the application on top of one endpoint: it writes src and reads into dst.
+type app struct {
+	src     []byte
+	written int
+	dst     []byte
+	rbuf    []byte
+	eof     bool
+	readErr error
+}
+
+// run steps the link until done() or the virtual deadline; it returns false on timeout.
+func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
+	bufs := make([][]byte, 32)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1500)
+	}
+	for step := 0; step < 50_000_000; step++ {
+		// Application work.
+		for i, a := range apps {
+			e := l.ep[i]
+			if a == nil || e == nil {
+				continue
+			}
+			for a.written < len(a.src) && e.CanWrite() {
+				n := e.Write(a.src[a.written:])
+				if n == 0 {
+					break
+				}
+				a.written += n
+			}
+			for e.CanRead() && !a.eof && a.readErr == nil {
+				n, err := e.Read(a.rbuf)
+				a.dst = append(a.dst, a.rbuf[:n]...)
+				if err != nil {
+					if err.Error() == "EOF" {
+						a.eof = true
+					} else {
+						a.readErr = err
+					}
+				}
+				if n == 0 {
+					break
+				}
+			}
+		}
+		if done() {
+			return true
+		}
+		// Next event.
+		next := until
+		if len(l.q) > 0 && l.q[0].at.Before(next) {
+			next = l.q[0].at
+		}
+		for _, e := range l.ep {
+			if d := e.Departure(); !d.IsZero() && d.Before(next) {
+				next = d
+			}
+			if d := e.NextTimer(); !d.IsZero() && d.Before(next) {
+				next = d
+			}
+		}
+		if next.After(l.now) {
+			l.now = next
+		}
+		if !l.now.Before(until) {
+			return false
+		}
+		// Deliver.
+		for len(l.q) > 0 && !l.q[0].at.After(l.now) {
+			p := heap.Pop(&l.q).(inflightPkt)
+			if l.rules[1-p.to].rate > 0 {
+				l.inQ[1-p.to]--
+			}
+			l.ep[p.to].HandlePacket(l.now, p.buf)
+			l.pool = append(l.pool, p.buf)
+		}
+		// Timers and departures.
+		for i, e := range l.ep {
+			if d := e.NextTimer(); !d.IsZero() && !d.After(l.now) {
+				e.OnTimer(l.now)
+			}
+			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {
+				n, _ := e.Release(l.now, bufs)
+				for k := 0; k < n; k++ {
+					l.send(i, bufs[k])
+					bufs[k] = bufs[k][:cap(bufs[k])]
+				}
+			}
+		}
+	}
+	return false
+}

@@ -1,0 +1,75 @@
+package stream
+
+import "time"
+
+// Stats are the connection's counters, after UDT4's perfmon (spec §7.4), plus byte counts and
+// drops by reason. Counters are totals since New.
+type Stats struct {
+	PktSent       uint64 // data packets sent, retransmissions included (pktSentTotal)
+	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)
+	PktRetrans    uint64 // data packets retransmitted (pktRetransTotal)
+	PktRecvFilled uint64 // received packets that filled a gap (retransmitted or reordered)
+	SndLoss       uint64 // packets the peer reported lost (pktSndLossTotal)
+	RcvLoss       uint64 // packets detected missing here (pktRcvLossTotal)
+	ACKSent       uint64 // full and medium ACKs sent (pktSentACKTotal)
+	ACKRecv       uint64 // full and medium ACKs received (pktRecvACKTotal)
+	LightACKSent  uint64
+	LightACKRecv  uint64
+	WindowUpdates uint64 // ACKs sent because Read freed receive buffer
+	NAKSent       uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
+	NAKPeriodic   uint64 // NAK packets sent by the periodic re-report
+	NAKRecv       uint64 // NAK packets accepted (pktRecvNAKTotal)
+	ACK2Sent      uint64
+	ACK2Recv      uint64
+	KeepAliveSent uint64
+	KeepAliveRecv uint64
+	CtrlSent      uint64 // control packets of every type sent
+	Timeouts      uint64 // retransmission timeouts (EXP expiries with data in flight)
+
+	BytesSent    uint64 // payload bytes sent, retransmissions included
+	BytesRecv    uint64 // payload bytes accepted into the receive buffer
+	BytesWritten uint64 // bytes accepted by Write
+	BytesRead    uint64 // bytes returned by Read
+
+	RTT              time.Duration // smoothed RTT (msRTT)
+	RTTVar           time.Duration // smoothed RTT variance
+	SendPeriod       time.Duration // packet send period in use (usPktSndPeriod); 0 = unpaced
+	FlowWindow       int           // packets: the peer's advertised flow window (pktFlowWindow)
+	CongestionWindow int           // packets: the controller's window, 0 = none (pktCongestionWindow)
+	FlightSize       int           // packets sent and not acknowledged (pktFlightSize)
+	Bandwidth        int           // packets/s: smoothed link capacity from the peer's ACKs
+	RecvRate         int           // packets/s: smoothed peer arrival speed from its ACKs
+	LocalRecvRate    int           // packets/s: this receiver's arrival speed (ACK word 4)
+	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
+	RecvBufferFree   int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
+
+	Drops Drops
+}
+
+// Drops counts incoming packets dropped or ignored, by reason.
+type Drops struct {
+	Malformed   uint64 // too short, bad length, bad NAK or ACK body
+	WrongDest   uint64 // destination socket ID is not ours
+	ForgedACK   uint64 // ACK number beyond the last packet sent + 1
+	ForgedNAK   uint64 // NAK naming a number never sent
+	OutOfWindow uint64 // data beyond the receive buffer
+	Duplicate   uint64 // data already received or already read
+	UnknownACK2 uint64 // ACK2 for no recorded ACK (late, duplicated or forged)
+	IgnoredCtrl uint64 // control types a stream connection does not use (handshake, 4, 7, 0x7FFF)
+}
+
+// Stats returns the counters and the instantaneous state.
+func (e *Endpoint) Stats() Stats {
+	s := e.stats
+	s.RTT, s.RTTVar = e.rtt.rtt, e.rtt.rttVar
+	s.SendPeriod = e.period
+	s.FlowWindow = e.flowWindow
+	s.CongestionWindow = e.cwnd
+	s.FlightSize = e.inFlight()
+	s.Bandwidth = e.bandwidth
+	s.RecvRate = e.recvRate
+	s.LocalRecvRate = int(e.arrivals.speed())
+	s.SendBufferFree = e.snd.free()
+	s.RecvBufferFree = e.rcvCap - int(seqOff(e.rcvBase, e.rcvNext))
+	return s
+}

@@ -1,0 +1,106 @@
+package stream
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+)
+
+type pairOpts struct {
+	isnA, isnB uint32
+	ccA, ccB   congestion.Controller
+	mss        int
+	recvBuf    int
+	sendBuf    int
+	flow       int
+	idle       time.Duration
+}
+
+// newPair wires two endpoints (0 = client, 1 = server) through l.
+func newPair(l *link, o pairOpts) {
+	mk := func(i int, local, peer, isn, peerISN uint32, cc congestion.Controller) *Endpoint {
+		return New(Config{
+			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN,
+			MSS: o.mss, PeerFlowWindow: o.flow, SendBuffer: o.sendBuf, RecvBuffer: o.recvBuf,
+			Controller: cc, IdleTimeout: o.idle, Start: l.now, Output: l.output(i),
+		}, l.now)
+	}
+	l.ep[0] = mk(0, 0x1111, 0x2222, o.isnA, o.isnB, o.ccA)
+	l.ep[1] = mk(1, 0x2222, 0x1111, o.isnB, o.isnA, o.ccB)
+}
+
+func randomBytes(seed uint64, n int) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(r.Uint32())
+	}
+	return b
+}
+
+// transfer moves size bytes from endpoint 0 to 1 (and, if both, size/2 back) and checks them.
+func transfer(t *testing.T, l *link, size int, both bool, limit time.Duration) {
+	t.Helper()
+	a := &app{src: randomBytes(uint64(size), size), rbuf: make([]byte, 64<<10)}
+	b := &app{rbuf: make([]byte, 37<<10)}
+	if both {
+		b.src = randomBytes(uint64(size)+7, size/2)
+	}
+	start := l.now
+	ok := l.run([2]*app{a, b}, start.Add(limit), func() bool {
+		return len(b.dst) >= len(a.src) && len(a.dst) >= len(b.src) &&
+			l.ep[0].Flushed() && l.ep[1].Flushed()
+	})
+	if !ok {
+		t.Fatalf("transfer incomplete after %v virtual: got %d/%d and %d/%d bytes; stats A %+v; B %+v",
+			l.now.Sub(start), len(b.dst), len(a.src), len(a.dst), len(b.src), l.ep[0].Stats(), l.ep[1].Stats())
+	}
+	if sha256.Sum256(b.dst) != sha256.Sum256(a.src) || !bytes.Equal(b.dst, a.src) {
+		t.Fatalf("A→B data differs")
+	}
+	if sha256.Sum256(a.dst) != sha256.Sum256(b.src) {
+		t.Fatalf("B→A data differs")
+	}
+	el := l.now.Sub(start)
+	sa, sb := l.ep[0].Stats(), l.ep[1].Stats()
+	t.Logf("%d bytes in %v virtual (%.0f Mbit/s); A sent %d pkts (%d retrans, %d timeouts), NAK recv %d; B NAK sent %d (%d periodic), drops %+v; link lost %v",
+		size, el, float64(size)*8/el.Seconds()/1e6, sa.PktSent, sa.PktRetrans, sa.Timeouts, sa.NAKRecv,
+		sb.NAKSent, sb.NAKPeriodic, sb.Drops, l.lost)
+	if l.ep[0].Err() != nil || l.ep[1].Err() != nil {
+		t.Fatalf("errors: %v %v", l.ep[0].Err(), l.ep[1].Err())
+	}
+}
+
+func TestTransferLossless(t *testing.T) {
+	l := newLink(1, linkRules{delay: time.Millisecond}, linkRules{delay: time.Millisecond})
+	newPair(l, pairOpts{isnA: 1000, isnB: 5000})
+	transfer(t, l, 4<<20, true, time.Minute)
+}
+
+func TestTransferLossy(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		loss float64
+		isn  uint32
+		size int
+	}{
+		{"loss1", 0.01, 12345, 4 << 20},
+		{"loss5", 0.05, 1 << 30, 2 << 20},
+		{"loss20", 0.20, 777, 1 << 20},
+		{"loss5-wrap", 0.05, 1<<31 - 100, 2 << 20},
+		{"loss20-wrap", 0.20, 1<<31 - 100, 1 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := linkRules{delay: 2 * time.Millisecond, rate: 50e6, loss: tc.loss, dup: 0.02, reorder: 0.05}
+			l := newLink(uint64(tc.isn)+uint64(tc.loss*1000), r, r)
+			cc := &fixedCC{period: 50 * time.Microsecond, window: 4096}
+			cc2 := &fixedCC{period: 50 * time.Microsecond, window: 4096}
+			newPair(l, pairOpts{isnA: tc.isn, isnB: tc.isn, ccA: cc, ccB: cc2})
+			transfer(t, l, tc.size, true, 5*time.Minute)
+		})
+	}
+}
