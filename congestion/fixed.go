@@ -23,7 +23,7 @@ const NoWindowLimit = 1 << 30
 // datagram is 20 bytes larger than conn's MSS−28 payload (spec §9.6.6); the period still counts
 // MSS bytes.
 //
-// Window is Params.FlowWindow (NoWindowLimit if that is not set), so the effective window
+// Window is Params.FlowWindow (NoWindowLimit if that is not set or larger), so the effective window
 // min(Window, flow window) is the flow window. Like all controllers, a Fixed is used by one
 // connection at a time.
 type Fixed struct {
@@ -52,7 +52,7 @@ func (f *Fixed) Init(now time.Time, p Params) {
 		f.mss = p.MSS
 	}
 	f.window = NoWindowLimit
-	if p.FlowWindow > 0 {
+	if p.FlowWindow > 0 && p.FlowWindow < NoWindowLimit {
 		f.window = float64(p.FlowWindow)
 	}
 }

@@ -76,7 +76,8 @@ const (
 //     reseeding the process-wide generator under every connection's feet; the distribution of
 //     DecRandom (uniform on 1..AvgNAKNum) is the same.
 //   - STP is capped at 1 s (1 packet/s) so that Period always fits a time.Duration; the reference
-//     lets repeated decreases grow it without bound.
+//     lets repeated decreases grow it without bound. The reported Window is capped at
+//     NoWindowLimit (2^30 packets), the most 31-bit sequence numbers can order.
 //   - Hostile or stale inputs cannot corrupt the state: an ACK number that is not after the last
 //     one adds nothing to cwnd (the reference's seqlen would add ≈ 2^31), a loss report without
 //     ranges is ignored (the reference reads past the list), and RTT is used with ns resolution
@@ -231,11 +232,25 @@ func Increase(spare float64, mss int) float64 {
 		return minIncrease
 	}
 	m := float64(mss)
-	inc := math.Pow(10, math.Ceil(math.Log10(spare*m*8))) * increaseBeta / m
+	inc := ceilPow10(spare*m*8) * increaseBeta / m
 	if !(inc >= minIncrease) { // also catches NaN
 		return minIncrease
 	}
 	return inc
+}
+
+// ceilPow10 returns 10^⌈log10(x)⌉ for x > 0, exact at powers of ten whatever the rounding of
+// math.Log10.
+func ceilPow10(x float64) float64 {
+	k := int(math.Ceil(math.Log10(x)))
+	if k > -300 && k < 300 {
+		if math.Pow10(k-1) >= x {
+			k--
+		} else if math.Pow10(k) < x {
+			k++
+		}
+	}
+	return math.Pow10(k)
 }
 
 // leaveSlowStart ends slow start and sets STP from the receive rate, or from the window when no
@@ -334,11 +349,12 @@ func (n *Native) OnPacketSent(now time.Time, seq uint32, size int) {
 // OnPacketReceived does nothing: the native algorithm is driven by the sender's events.
 func (n *Native) OnPacketReceived(now time.Time, seq uint32, size int) {}
 
-// State returns Period = STP (≤ 1 s), Window = cwnd (≥ 16 packets) and ACKPeriod = SYN.
+// State returns Period = STP (≤ 1 s), Window = cwnd (16 to NoWindowLimit packets) and
+// ACKPeriod = SYN.
 func (n *Native) State() State {
 	return State{
 		Period:    time.Duration(math.Round(n.stp * nanosPerMicrosec)),
-		Window:    n.cwnd,
+		Window:    math.Min(n.cwnd, NoWindowLimit),
 		ACKPeriod: SYN,
 	}
 }

@@ -307,3 +307,18 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+func TestCeilPow10(t *testing.T) {
+	for k := -20; k <= 30; k++ {
+		x := math.Pow10(k)
+		if got := ceilPow10(x); got != x {
+			t.Errorf("ceilPow10(1e%d) = %v", k, got)
+		}
+		if got := ceilPow10(x * 1.0000001); got != math.Pow10(k+1) {
+			t.Errorf("ceilPow10(1e%d·(1+1e-7)) = %v", k, got)
+		}
+		if got := ceilPow10(x * 0.9999999); got != x {
+			t.Errorf("ceilPow10(1e%d·(1−1e-7)) = %v", k, got)
+		}
+	}
+}

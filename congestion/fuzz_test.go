@@ -1,0 +1,146 @@
+package congestion
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// byteReader hands out fuzz input as numbers; past the end it returns zeros.
+type byteReader []byte
+
+func (r *byteReader) u64(n int) uint64 {
+	var b [8]byte
+	k := copy(b[:n], *r)
+	*r = (*r)[k:]
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// scaled returns a value that is sometimes tiny, sometimes huge or negative: a 16-bit mantissa
+// shifted left by a fuzz-chosen amount, with a fuzz-chosen sign.
+func (r *byteReader) scaled() int64 {
+	m, sh := int64(r.u64(2)), r.u64(1)
+	v := m << (sh % 48)
+	if sh&0x80 != 0 {
+		v = -v
+	}
+	return v
+}
+
+// drive decodes events from data, feeds them to c and calls check after each.
+func drive(data []byte, c Controller, check func(step int, s State)) {
+	r := byteReader(data)
+	now := t0
+	isn := uint32(r.u64(4))
+	c.Init(now, Params{MSS: int(int16(r.u64(2))), FlowWindow: int(r.scaled()), ISN: isn})
+	cur := isn
+	check(-1, c.State())
+	for step := 0; len(r) > 0 && step < 2000; step++ {
+		kind := r.u64(1)
+		now = now.Add(time.Duration(int16(r.u64(2))) * 100 * time.Microsecond) // may go backwards
+		cur += uint32(r.u64(1))
+		switch kind % 6 {
+		case 0, 1:
+			c.OnACK(now, ACK{
+				Seq:       cur - uint32(r.u64(2)),
+				RTT:       time.Duration(r.scaled()),
+				RTTVar:    time.Duration(r.scaled()),
+				RecvRate:  int(r.scaled()),
+				Bandwidth: int(r.scaled()),
+				CurrSeq:   cur,
+			})
+		case 2:
+			ranges := make([]Range, r.u64(1)%4)
+			for i := range ranges {
+				first := cur - uint32(r.u64(2))
+				ranges[i] = Range{first, first + uint32(r.u64(1))}
+			}
+			c.OnLoss(now, Loss{Ranges: ranges, CurrSeq: cur})
+		case 3:
+			c.OnTimeout(now)
+		case 4:
+			c.OnPacketSent(now, uint32(r.u64(4)), int(int16(r.u64(2))))
+		case 5:
+			c.OnPacketReceived(now, uint32(r.u64(4)), int(int16(r.u64(2))))
+		}
+		check(step, c.State())
+	}
+}
+
+func fuzzSeeds(f *testing.F) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 8 {
+		b := make([]byte, 64+rng.IntN(1024))
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		f.Add(b)
+	}
+	f.Add([]byte{})
+	f.Add([]byte{0xf8, 0xff, 0xff, 0x7f, 0xdc, 0x05, 0x40, 0, 0})
+}
+
+func FuzzNative(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		n := NewNative(WithRandSource(rand.NewPCG(1, 2)))
+		drive(data, n, func(step int, s State) {
+			if s.Period < 0 || s.Period > time.Second {
+				t.Fatalf("step %d: Period %v outside [0, 1s]", step, s.Period)
+			}
+			if math.IsNaN(s.Window) || s.Window < 16 || s.Window > NoWindowLimit {
+				t.Fatalf("step %d: Window %v, want 16 to NoWindowLimit", step, s.Window)
+			}
+			if s.ACKPeriod != SYN || s.ACKInterval != 0 || s.RTO != 0 {
+				t.Fatalf("step %d: State %+v", step, s)
+			}
+			if n.avgNAKNum < 0 || n.avgNAKNum > 5 || n.decRandom < 1 || n.decRandom > 5 || n.nakCount > 5 {
+				t.Fatalf("step %d: AvgNAKNum %d DecRandom %d NAKCount %d", step, n.avgNAKNum, n.decRandom, n.nakCount)
+			}
+		})
+	})
+}
+
+func FuzzCapped(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var c Controller
+		r := byteReader(data)
+		maxBW := r.scaled()
+		if r.u64(1)%2 == 0 {
+			c = NewFixed(r.scaled())
+		} else {
+			c = NewNative()
+		}
+		c = WithMaxBandwidth(c, maxBW)
+		drive(r, c, func(step int, s State) {
+			if s.Period < 0 || math.IsNaN(s.Window) || math.IsInf(s.Window, 0) || s.Window < 1 || s.Window > NoWindowLimit {
+				t.Fatalf("step %d: State %+v", step, s)
+			}
+		})
+	})
+}
+
+func FuzzParseRate(f *testing.F) {
+	for _, s := range []string{"500mbit", "1gbit", "100m", "2.5Gbit", "1e9", "0", ".", "1.5gbps", "9999999999999999tbit"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		r, err := ParseRate(s)
+		if err != nil {
+			return
+		}
+		if r < 1 || r > MaxRate {
+			t.Fatalf("ParseRate(%q) = %d, outside [1, MaxRate]", s, r)
+		}
+		if back, err := ParseRate(FormatRate(r)); err != nil || back != r {
+			t.Fatalf("ParseRate(FormatRate(%d) = %q) = %d, %v", r, FormatRate(r), back, err)
+		}
+		fac, err := ParseSpec("fixed:" + s)
+		if err != nil || fac().(*Fixed).Rate() != r {
+			t.Fatalf("ParseSpec(fixed:%s): %v", s, err)
+		}
+	})
+}
