@@ -12,8 +12,8 @@ import (
 // loss report, at most once per RTT. It sets no rate (Period 0), so the window alone paces the
 // sender.
 type aimd struct {
-	window  float64   // packets
-	lastAck uint32    // the last ACK number
+	window  float64 // packets
+	lastAck uint32  // the last ACK number
 	rtt     time.Duration
 	lastCut time.Time // the last decrease
 }
