@@ -1,22 +1,3 @@
-// Package packet encodes and decodes every UDT4 packet exactly as the UDT 4.11 reference puts it on
-// the wire (../shared/udt4-spec.md §1–2, "the spec" below).
-//
-// Every packet is one UDP datagram: a 16-byte header of four big-endian 32-bit words, then a body
-// (spec §1.1). Data packets carry the payload untouched; control packets carry an array of big-endian
-// 32-bit words (spec §1.1, §1.3).
-//
-// Hot-path design: encoders append to a caller-provided buffer (AppendBinary, the
-// encoding.BinaryAppender shape), decoders fill caller-owned values and keep sub-slices of the input
-// (a Data payload is never copied). Neither allocates when the caller reuses its buffers and values.
-// Classification without a full decode: IsControl, Type and DestSocketID.
-//
-// Decoders treat every input as hostile: they never panic and return one of the sentinel errors below
-// (compare with errors.Is or ==; they are never wrapped, so rejecting a packet allocates nothing).
-// Encoders refuse values that cannot be represented (a 32-bit sequence number, an empty NAK, …) with
-// the same sentinels, so that for every value v that encodes, decode(encode(v)) == v.
-//
-// The package checks wire form only. Semantic bounds (MSS in [MinMSS, local MSS], flow window caps,
-// ACK numbers not beyond what was sent, …) belong to the connection.
 package packet
 
 import (
