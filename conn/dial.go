@@ -1,0 +1,228 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/udtgo/udt/internal/packet"
+)
+
+// Dial connects to a UDT listener at address (spec §3.2, client side). network is "udp", "udp4"
+// or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout with
+// ErrHandshakeTimeout; a refusal gives ErrRejected; both inside a *net.OpError.
+func Dial(network, address string, cfg *Config) (*Conn, error) {
+	return DialContext(context.Background(), network, address, cfg)
+}
+
+// DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err().
+// The connection opens its own UDP socket on an ephemeral port.
+func DialContext(ctx context.Context, network, address string, cfg *Config) (*Conn, error) {
+	r, err := cfg.resolved()
+	if err != nil {
+		return nil, opError("dial", nil, nil, err)
+	}
+	if err := checkNetwork(network); err != nil {
+		return nil, opError("dial", nil, nil, err)
+	}
+	raddr, err := resolveUDP(ctx, network, address)
+	if err != nil {
+		return nil, opError("dial", nil, nil, err)
+	}
+	pc, err := net.ListenUDP(network, nil)
+	if err != nil {
+		return nil, opError("dial", nil, raddr, err)
+	}
+	m, err := newMux(pc, true, &r)
+	if err != nil {
+		return nil, opError("dial", nil, raddr, err)
+	}
+	return dial(ctx, m, raddr, &r)
+}
+
+// DialPacketContext connects to raddr over a caller's PacketConn (for sharing a socket, or for
+// tests over an in-memory network). pc stays open after the connection closes; it must not be
+// read by anyone else while the connection lives.
+func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
+	r, err := cfg.resolved()
+	if err != nil {
+		return nil, opError("dial", pc.LocalAddr(), raddr, err)
+	}
+	ap := addrPortOf(raddr)
+	if !ap.IsValid() {
+		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
+	}
+	m, err := newMux(pc, false, &r)
+	if err != nil {
+		return nil, opError("dial", pc.LocalAddr(), raddr, err)
+	}
+	return dial(ctx, m, net.UDPAddrFromAddrPort(ap), &r)
+}
+
+func checkNetwork(network string) error {
+	switch network {
+	case "udp", "udp4", "udp6":
+		return nil
+	}
+	return net.UnknownNetworkError(network)
+}
+
+func resolveUDP(ctx context.Context, network, address string) (*net.UDPAddr, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil {
+		return nil, err
+	}
+	pn, err := net.DefaultResolver.LookupPort(ctx, network, port)
+	if err != nil {
+		return nil, err
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(pn))), nil
+	}
+	ipNet := map[string]string{"udp": "ip", "udp4": "ip4", "udp6": "ip6"}[network]
+	if host == "" {
+		host = "localhost"
+	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, ipNet, host)
+	if err != nil {
+		return nil, err
+	}
+	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ips[0].Unmap(), uint16(pn))), nil
+}
+
+// dialer is a client handshake in progress, registered on the mux under its socket ID.
+type dialer struct {
+	peer    netip.AddrPort
+	replies chan packet.Handshake
+	failed  chan struct{}
+	once    sync.Once
+	err     error
+}
+
+// handleDatagram takes a handshake answer from the server (reader goroutine). Anything else, or
+// anything from another address, is dropped (spec §3.2 step 5).
+func (d *dialer) handleDatagram(b []byte, from netip.AddrPort) {
+	if from != d.peer || !isHandshake(b) {
+		return
+	}
+	var hs packet.Handshake
+	if hs.Decode(b) != nil {
+		return
+	}
+	select {
+	case d.replies <- hs:
+	default: // the dialer is behind; it will re-send and get another answer
+	}
+}
+
+func (d *dialer) fail(err error) {
+	d.once.Do(func() { d.err = err; close(d.failed) })
+}
+
+// dial runs the client side of the handshake (spec §3.2) on m, which it owns until it returns a
+// connection or fails (then m is released).
+func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
+	fail := func(err error) (*Conn, error) {
+		return nil, opError("dial", m.local, raddr, err)
+	}
+	peer := unmapAddrPort(raddr.AddrPort())
+	d := &dialer{peer: peer, replies: make(chan packet.Handshake, 4), failed: make(chan struct{})}
+	m.acquire()
+	m.mu.Lock()
+	id := m.newIDLocked()
+	m.dialers[id] = d
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.dialers, id)
+		m.mu.Unlock()
+	}()
+
+	isn := newISN()
+	req := packet.Handshake{
+		Version:    packet.Version,
+		SocketType: packet.SocketStream,
+		ISN:        isn,
+		MSS:        uint32(cfg.MSS),
+		FlowWindow: uint32(cfg.recvWindow(cfg.MSS)),
+		ReqType:    packet.ReqConnect,
+		SocketID:   id,
+	}
+	req.SetPeerAddr(peer.Addr())
+	var out [packet.HandshakeSize]byte
+	send := func() { m.writeTo(encodeHandshake(out[:], &req), peer, raddr) }
+
+	deadline := time.Now().Add(cfg.HandshakeTimeout)
+	timeout := time.NewTimer(cfg.HandshakeTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(handshakeInterval)
+	defer tick.Stop()
+	send()
+	for {
+		select {
+		case hs := <-d.replies:
+			switch hs.ReqType {
+			case packet.ReqConnect: // the cookie reply: echo the cookie with type −1 at once
+				if hs.SocketID != id || hs.ISN != isn {
+					continue
+				}
+				req.Cookie = hs.Cookie
+				req.ReqType = packet.ReqResponse
+				send()
+			case packet.ReqRejected:
+				m.release()
+				return fail(ErrRejected)
+			case packet.ReqResponse:
+				p, err := checkResponse(&hs, isn, cfg)
+				if err != nil {
+					m.release()
+					return fail(err)
+				}
+				p.id, p.peer = id, peer
+				return m.newRegisteredConnFromDialer(cfg, p, time.Now()), nil
+			}
+		case <-tick.C:
+			if !time.Now().Before(deadline) {
+				m.release()
+				return fail(ErrHandshakeTimeout)
+			}
+			send()
+		case <-timeout.C:
+			m.release()
+			return fail(ErrHandshakeTimeout)
+		case <-d.failed:
+			m.release()
+			return fail(d.err)
+		case <-ctx.Done():
+			m.release()
+			return fail(ctx.Err())
+		}
+	}
+}
+
+// checkResponse validates the listener's final answer (spec §3.2 step 4, plus bounds the
+// reference does not check) and returns the negotiated parameters.
+func checkResponse(hs *packet.Handshake, isn uint32, cfg *Config) (connParams, error) {
+	switch {
+	case hs.ISN != isn:
+		return connParams{}, fmt.Errorf("%w: ISN %d echoed as %d (UDT error 1004)", ErrBadHandshake, isn, hs.ISN)
+	case hs.MSS < minMSS || int(hs.MSS) > cfg.MSS:
+		return connParams{}, fmt.Errorf("%w: MSS %d outside [%d, %d]", ErrBadHandshake, hs.MSS, minMSS, cfg.MSS)
+	case hs.FlowWindow < minFlowWindow:
+		return connParams{}, fmt.Errorf("%w: flow window %d below %d", ErrBadHandshake, hs.FlowWindow, minFlowWindow)
+	case hs.SocketID == 0:
+		return connParams{}, fmt.Errorf("%w: socket ID 0", ErrBadHandshake)
+	}
+	return connParams{
+		peerID:         hs.SocketID,
+		isn:            isn,
+		peerISN:        hs.ISN,
+		mss:            int(hs.MSS),
+		peerFlowWindow: min(int(hs.FlowWindow), cfg.FlowWindow),
+	}, nil
+}
+
+

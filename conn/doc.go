@@ -1,0 +1,26 @@
+// Package conn is udt's connection layer: a UDT4-compatible reliable byte stream over UDP with
+// Go's net.Conn and net.Listener semantics.
+//
+//	ln, err := conn.Listen("udp", ":9000", nil)   // a *Listener; Accept returns *Conn as net.Conn
+//	c, err := conn.Dial("udp", "host:9000", nil)  // a *Conn
+//
+// On the wire it speaks UDT 4.11 (see ../shared/udt4-spec.md in the project): the client/server
+// handshake of spec §3.2 with a SYN cookie, data packets paced by a congestion controller
+// (package congestion), full ACKs every SYN (10 ms), light ACKs every 64 packets, ACK2, NAKs, the
+// EXP timer with keep-alives, and Shutdown. Where the reference has known weaknesses (spec §8–9) this
+// package does better, and each place says so: a keyed-MAC cookie that correctly accepts the
+// previous period, socket IDs and ISNs from crypto/rand, bounds-checked handshake fields, forged
+// ACKs and NAKs ignored instead of fatal, periodic NAK re-reports, and a Shutdown that is repeated
+// while the peer keeps talking.
+//
+// Goroutines. Each UDP socket (a multiplexer) has exactly three: a reader that dispatches datagrams
+// by destination socket ID, a pacer that releases every data packet at the time the connection's
+// congestion controller allows (package pacer, backend chosen by Config.Pacer), and a timer
+// goroutine for ACK, NAK and EXP timers. All three end when the last Listener or Conn on the socket
+// is closed. A Listener and all the connections it accepts share one socket.
+//
+// Errors follow package net: every error from a Conn or Listener method is a *net.OpError; a
+// deadline gives an OpError whose Err is os.ErrDeadlineExceeded (Timeout() reports true); use after
+// Close gives net.ErrClosed; a peer's orderly close reads as a bare io.EOF once all its data has
+// been read.
+package conn

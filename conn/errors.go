@@ -1,0 +1,45 @@
+package conn
+
+import (
+	"errors"
+	"net"
+)
+
+// Errors a Dial can end with, inside a *net.OpError (match with errors.Is).
+var (
+	// ErrRejected: the listener refused the connection (handshake request type 1002, spec §3.2):
+	// its accept backlog is full, or the version or socket type differs.
+	ErrRejected = errors.New("udt: connection rejected by peer")
+
+	// ErrHandshakeTimeout: no valid handshake answer within Config.HandshakeTimeout (UDT error
+	// 1001). Its Timeout method reports true.
+	ErrHandshakeTimeout error = &timeoutError{"udt: handshake timed out"}
+
+	// ErrBadHandshake: the listener's answer failed a check (its ISN differs from ours, UDT error
+	// 1004, or a field is out of bounds).
+	ErrBadHandshake = errors.New("udt: invalid handshake response")
+
+	// ErrPeerIdle: nothing was heard from the peer for Config.IdleTimeout; the connection is
+	// broken. Its Timeout method reports true.
+	ErrPeerIdle error = &timeoutError{"udt: peer unresponsive for the idle timeout, connection broken"}
+
+	// ErrPeerShutdown: Write after the peer sent Shutdown (it will read no more).
+	ErrPeerShutdown = errors.New("udt: peer has shut the connection down")
+)
+
+// timeoutError is a net.Error whose Timeout reports true.
+type timeoutError struct{ msg string }
+
+func (e *timeoutError) Error() string   { return e.msg }
+func (e *timeoutError) Timeout() bool   { return true }
+func (e *timeoutError) Temporary() bool { return true }
+
+var _ net.Error = (*timeoutError)(nil)
+
+// opError wraps err the way package net does. A nil err stays nil.
+func opError(op string, local, remote net.Addr, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &net.OpError{Op: op, Net: "udt", Source: local, Addr: remote, Err: err}
+}

@@ -1,0 +1,145 @@
+package conn
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/internal/simnet"
+)
+
+// simConfig is a Config for tests under testing/synctest: the runtime-timer pacer backend.
+func simConfig() *Config {
+	return &Config{Pacer: "gotimer", Logger: nil}
+}
+
+// simConns dials from p.A to a Listener on p.B and returns both ends. Both are closed, and the
+// listener too, when the test ends.
+func simConns(t *testing.T, p *simnet.Pair, cfg *Config) (client, server *Conn) {
+	t.Helper()
+	ln, err := NewListener(p.B, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan *Conn, 1)
+	go func() {
+		c, err := ln.AcceptUDT(context.Background())
+		if err != nil {
+			close(accepted)
+			return
+		}
+		accepted <- c
+	}()
+	client, err = DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), cfg)
+	if err != nil {
+		ln.Close()
+		t.Fatalf("dial: %v", err)
+	}
+	server = <-accepted
+	ln.Close()
+	if server == nil {
+		client.Close()
+		t.Fatal("accept failed")
+	}
+	t.Cleanup(func() {
+		client.Close()
+		server.Close()
+	})
+	return client, server
+}
+
+// pattern is a deterministic pseudo-random byte stream.
+type pattern struct{ r *rand.ChaCha8 }
+
+func newPattern(seed byte) *pattern {
+	var s [32]byte
+	s[0] = seed
+	return &pattern{rand.NewChaCha8(s)}
+}
+
+func (p *pattern) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// sendAndCheck writes size pattern bytes on w and closes it, reads r to EOF, and fails the test
+// unless exactly the same bytes (SHA-256) arrived.
+func sendAndCheck(t *testing.T, w, r net.Conn, size int64, seed byte) {
+	t.Helper()
+	type result struct {
+		sum [32]byte
+		n   int64
+		err error
+	}
+	sent := make(chan result, 1)
+	go func() {
+		h := sha256.New()
+		n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(newPattern(seed), size))
+		if cerr := w.Close(); err == nil {
+			err = cerr
+		}
+		var res result
+		copy(res.sum[:], h.Sum(nil))
+		res.n, res.err = n, err
+		sent <- res
+	}()
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	if err != nil {
+		t.Fatalf("read after %d bytes: %v", n, err)
+	}
+	s := <-sent
+	if s.err != nil {
+		t.Fatalf("write after %d bytes: %v", s.n, s.err)
+	}
+	if n != size || s.n != size {
+		t.Fatalf("moved %d bytes, received %d, want %d", s.n, n, size)
+	}
+	var got [32]byte
+	copy(got[:], h.Sum(nil))
+	if got != s.sum {
+		t.Fatalf("SHA-256 mismatch: sent %x, received %x", s.sum, got)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// within reports whether d is within frac of want.
+func within(d, want time.Duration, frac float64) bool {
+	lo := time.Duration(float64(want) * (1 - frac))
+	hi := time.Duration(float64(want) * (1 + frac))
+	return d >= lo && d <= hi
+}
+
+// exchange writes size pattern bytes each way at the same time and checks both arrive intact
+// (read by count, not to EOF, so both connections stay open).
+func exchange(t *testing.T, a, b net.Conn, size int) {
+	t.Helper()
+	want := patternBytes(size)
+	errs := make(chan error, 4)
+	for _, pair := range [][2]net.Conn{{a, b}, {b, a}} {
+		go func() {
+			_, err := pair[0].Write(want)
+			errs <- err
+		}()
+		go func() {
+			got := make([]byte, size)
+			_, err := io.ReadFull(pair[1], got)
+			if err == nil && !bytes.Equal(got, want) {
+				err = errors.New("data mismatch")
+			}
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,403 @@
+package conn
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/udtgo/udt/pacer"
+)
+
+// sendBatch is the most data packets one pacer wake releases for one connection.
+const sendBatch = 32
+
+// mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
+// number of connections, which it tells apart by destination socket ID. It owns three goroutines
+// — the reader, the data pacer and the timer pacer — and the socket if it opened it. It lives
+// while anything uses it (refs) and tears everything down when the last user goes.
+type mux struct {
+	pc    net.PacketConn
+	udp   addrPortConn // pc's allocation-free I/O methods, when it has them (*net.UDPConn, simnet)
+	ownPC bool         // the mux opened pc and closes it
+	local net.Addr
+
+	waiter pacer.Waiter // the data pacer's backend
+	send   *pacer.Pacer // releases data packets at their departure times
+	timers *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
+
+	// sendBufs are packet buffers used only by the data pacer goroutine.
+	sendBufs [][]byte
+
+	mu       sync.RWMutex
+	conns    map[uint32]*Conn   // established connections by local socket ID
+	dialers  map[uint32]*dialer // handshakes in progress by local socket ID
+	tombs    map[uint32]tomb    // recently closed connections, answered with Shutdown
+	listener *Listener
+	refs     int
+	closed   bool
+
+	readerDone chan struct{}
+	deadErr    error // set before readerDone closes when the socket failed under us
+
+	drops muxDrops
+}
+
+// addrPortConn is the allocation-free half of *net.UDPConn's API.
+type addrPortConn interface {
+	ReadFromUDPAddrPort(b []byte) (int, netip.AddrPort, error)
+	WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error)
+}
+
+// tomb remembers a closed connection for a while so that a peer still talking to it gets Shutdown.
+type tomb struct {
+	peer    netip.AddrPort
+	peerID  uint32
+	expires time.Time
+}
+
+// tombLife is how long a closed connection's ID keeps answering its peer with Shutdown.
+const tombLife = 5 * time.Second
+
+// muxDrops counts datagrams the multiplexer dropped, by reason.
+type muxDrops struct {
+	short       atomic.Uint64 // shorter than a UDT header
+	unknownDest atomic.Uint64 // destination socket ID not on this socket
+	noListener  atomic.Uint64 // handshake to ID 0 with no Listener
+}
+
+// newMux starts a multiplexer on pc with the pacer backend cfg.Pacer.
+func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
+	w, err := pacer.NewWaiter(cfg.Pacer)
+	if err != nil {
+		if own {
+			pc.Close()
+		}
+		return nil, err
+	}
+	tw, err := pacer.NewWaiter("gotimer")
+	if err != nil {
+		closeWaiter(w)
+		if own {
+			pc.Close()
+		}
+		return nil, err
+	}
+	m := &mux{
+		pc:         pc,
+		ownPC:      own,
+		local:      pc.LocalAddr(),
+		waiter:     w,
+		send:       pacer.New(w, pacer.Config{Burst: sendBatch}),
+		timers:     pacer.New(tw, pacer.Config{}),
+		conns:      make(map[uint32]*Conn),
+		dialers:    make(map[uint32]*dialer),
+		tombs:      make(map[uint32]tomb),
+		readerDone: make(chan struct{}),
+	}
+	m.udp, _ = pc.(addrPortConn)
+	m.sendBufs = make([][]byte, sendBatch)
+	pktSize := cfg.MSS - udpIPOverhead
+	for i := range m.sendBufs {
+		m.sendBufs[i] = make([]byte, pktSize)
+	}
+	if u, ok := pc.(*net.UDPConn); ok {
+		setSocketBuffers(u, cfg)
+	}
+	go m.readLoop(pktSize)
+	return m, nil
+}
+
+func closeWaiter(w pacer.Waiter) {
+	if c, ok := w.(io.Closer); ok {
+		c.Close()
+	}
+}
+
+// setSocketBuffers asks for large kernel socket buffers (spec §3.1: UDT sets UDP_RCVBUF to 8192·MSS);
+// the kernel clamps them to its limits, which is fine.
+func setSocketBuffers(u *net.UDPConn, cfg *Config) {
+	u.SetReadBuffer(max(cfg.RecvBuffer, 4<<20))
+	u.SetWriteBuffer(4 << 20)
+}
+
+// acquire adds a user; it fails once the mux is torn down.
+func (m *mux) acquire() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.refs++
+	return true
+}
+
+// release drops a user and tears the mux down when it was the last.
+func (m *mux) release() {
+	m.mu.Lock()
+	m.refs--
+	last := m.refs == 0 && !m.closed
+	if last {
+		m.closed = true
+	}
+	m.mu.Unlock()
+	if last {
+		m.teardown()
+	}
+}
+
+func (m *mux) teardown() {
+	m.send.Close()
+	m.timers.Close()
+	closeWaiter(m.waiter)
+	if m.ownPC {
+		m.pc.Close()
+	} else {
+		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
+		m.pc.SetReadDeadline(time.Unix(1, 0))
+	}
+	<-m.readerDone
+	if !m.ownPC {
+		m.pc.SetReadDeadline(time.Time{})
+	}
+}
+
+// newID picks an unused random socket ID in [1, 2^31−1] (the reference uses a predictable
+// decreasing counter, spec §3.1 and §8). Caller holds m.mu.
+func (m *mux) newIDLocked() uint32 {
+	var b [4]byte
+	for {
+		rand.Read(b[:])
+		id := binary.BigEndian.Uint32(b[:]) & 0x7fffffff
+		if id == 0 {
+			continue
+		}
+		if _, ok := m.conns[id]; ok {
+			continue
+		}
+		if _, ok := m.dialers[id]; ok {
+			continue
+		}
+		if _, ok := m.tombs[id]; ok {
+			continue
+		}
+		return id
+	}
+}
+
+// randomISN returns a random 31-bit initial sequence number from crypto/rand.
+var newISN = randomISN // replaced by tests that need a given ISN
+
+func randomISN() uint32 {
+	var b [4]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint32(b[:]) & 0x7fffffff
+}
+
+func (m *mux) readLoop(pktSize int) {
+	defer close(m.readerDone)
+	// One byte more than the largest packet we accept tells an oversized datagram from a full one.
+	buf := make([]byte, max(pktSize, 64<<10)+1)
+	for {
+		n, from, err := m.readFrom(buf)
+		if err != nil {
+			m.mu.RLock()
+			closed := m.closed
+			m.mu.RUnlock()
+			if closed {
+				return
+			}
+			if isTransient(err) {
+				continue
+			}
+			m.fail(err)
+			return
+		}
+		m.dispatch(buf[:n], from, time.Now())
+	}
+}
+
+// readFrom reads one datagram, without allocating when the socket allows.
+func (m *mux) readFrom(b []byte) (int, netip.AddrPort, error) {
+	if m.udp != nil {
+		n, ap, err := m.udp.ReadFromUDPAddrPort(b)
+		return n, unmapAddrPort(ap), err
+	}
+	n, a, err := m.pc.ReadFrom(b)
+	if err != nil {
+		return n, netip.AddrPort{}, err
+	}
+	return n, addrPortOf(a), nil
+}
+
+// writeTo sends one datagram; a send error is not fatal (the packet counts as lost).
+func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
+	var err error
+	if m.udp != nil {
+		_, err = m.udp.WriteToUDPAddrPort(b, to)
+	} else {
+		_, err = m.pc.WriteTo(b, toAddr)
+	}
+	return err
+}
+
+// fail marks every user broken after the socket failed under us (e.g. a caller closed it).
+func (m *mux) fail(err error) {
+	m.mu.Lock()
+	m.deadErr = err
+	conns := make([]*Conn, 0, len(m.conns))
+	for _, c := range m.conns {
+		conns = append(conns, c)
+	}
+	dialers := make([]*dialer, 0, len(m.dialers))
+	for _, d := range m.dialers {
+		dialers = append(dialers, d)
+	}
+	l := m.listener
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.breakWith(err)
+	}
+	for _, d := range dialers {
+		d.fail(err)
+	}
+	if l != nil {
+		l.breakWith(err)
+	}
+}
+
+// dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
+func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
+	if len(b) < headerSize {
+		m.drops.short.Add(1)
+		return
+	}
+	dst := binary.BigEndian.Uint32(b[12:16])
+	m.mu.RLock()
+	if dst == 0 {
+		l := m.listener
+		m.mu.RUnlock()
+		if l == nil {
+			m.drops.noListener.Add(1)
+			return
+		}
+		l.handleHandshake(b, from, now)
+		return
+	}
+	c := m.conns[dst]
+	var d *dialer
+	if c == nil {
+		d = m.dialers[dst]
+	}
+	m.mu.RUnlock()
+	switch {
+	case c != nil:
+		c.handleDatagram(b, from, now)
+	case d != nil:
+		d.handleDatagram(b, from)
+	default:
+		m.answerTomb(dst, b, from, now)
+	}
+}
+
+// answerTomb answers a packet to a recently closed connection with Shutdown, so that a peer whose
+// copy of our Shutdown was lost learns of the close without waiting for its idle timeout.
+func (m *mux) answerTomb(dst uint32, b []byte, from netip.AddrPort, now time.Time) {
+	m.mu.Lock()
+	t, ok := m.tombs[dst]
+	if ok && now.After(t.expires) {
+		delete(m.tombs, dst)
+		ok = false
+	}
+	m.mu.Unlock()
+	if !ok || t.peer != from || isShutdown(b) {
+		m.drops.unknownDest.Add(1)
+		return
+	}
+	var pkt [headerSize + 4]byte
+	m.writeTo(encodeShutdown(pkt[:], t.peerID), from, net.UDPAddrFromAddrPort(from))
+}
+
+// bury keeps a closed connection's ID answering its peer with Shutdown for tombLife, and prunes
+// expired tombs.
+func (m *mux) bury(id uint32, t tomb) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, v := range m.tombs {
+		if t.expires.Sub(v.expires) > tombLife {
+			delete(m.tombs, k)
+		}
+	}
+	if !m.closed {
+		m.tombs[id] = t
+	}
+}
+
+func unmapAddrPort(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}
+
+// addrPortOf converts a PacketConn's address to a comparable netip.AddrPort.
+func addrPortOf(a net.Addr) netip.AddrPort {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return unmapAddrPort(a.AddrPort())
+	default:
+		ap, err := netip.ParseAddrPort(a.String())
+		if err != nil {
+			return netip.AddrPort{}
+		}
+		return unmapAddrPort(ap)
+	}
+}
+
+// isTransient reports whether a read error leaves the socket usable: an ICMP-triggered
+// ECONNREFUSED or EHOSTUNREACH, ENOBUFS, a truncated datagram on some systems. A closed socket or
+// an expired read deadline (which only teardown sets) is not transient.
+func isTransient(err error) bool {
+	if errors.Is(err, net.ErrClosed) || errors.Is(err, os.ErrDeadlineExceeded) {
+		return false
+	}
+	var se *os.SyscallError
+	return errors.As(err, &se)
+}
+
+// newRegisteredConn creates an established connection with a fresh socket ID and makes it
+// reachable. The caller has acquired a mux reference for it.
+func (m *mux) newRegisteredConn(cfg *Config, p connParams, now time.Time) *Conn {
+	m.mu.Lock()
+	p.id = m.newIDLocked()
+	m.conns[p.id] = nil // reserve the ID; dispatch treats nil as unknown
+	m.mu.Unlock()
+	c := newConn(m, cfg, p, now)
+	m.mu.Lock()
+	m.conns[p.id] = c
+	m.mu.Unlock()
+	return c
+}
+
+// newRegisteredConnFromDialer turns the dialer registered under p.id into an established
+// connection, keeping the dialer's mux reference.
+func (m *mux) newRegisteredConnFromDialer(cfg *Config, p connParams, now time.Time) *Conn {
+	c := newConn(m, cfg, p, now)
+	m.mu.Lock()
+	delete(m.dialers, p.id)
+	m.conns[p.id] = c
+	m.mu.Unlock()
+	return c
+}
+
+// unregister makes c unreachable.
+func (m *mux) unregister(c *Conn) {
+	m.mu.Lock()
+	if m.conns[c.id] == c {
+		delete(m.conns, c.id)
+	}
+	m.mu.Unlock()
+}

@@ -1,0 +1,92 @@
+package conn
+
+import (
+	"time"
+
+	"github.com/udtgo/udt/internal/stream"
+)
+
+// Stats are a connection's performance counters, after UDT4's perfmon (spec §7.4), plus byte
+// counts and drops by reason. Counters are totals since the connection was established; the
+// rest is the state at the call.
+type Stats struct {
+	PktSent       uint64 // data packets sent, retransmissions included (pktSentTotal)
+	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)
+	PktRetrans    uint64 // data packets retransmitted (pktRetransTotal)
+	PktRecvFilled uint64 // received packets that filled a gap (retransmitted or reordered)
+	PktSndLoss    uint64 // packets the peer reported lost to us (pktSndLossTotal)
+	PktRcvLoss    uint64 // packets detected missing here (pktRcvLossTotal)
+	PktSentACK    uint64 // full and medium ACKs sent (pktSentACKTotal)
+	PktRecvACK    uint64 // full and medium ACKs received (pktRecvACKTotal)
+	LightACKSent  uint64 // light ACKs sent (one per 64 packets)
+	LightACKRecv  uint64 // light ACKs received
+	PktSentNAK    uint64 // NAK packets sent, periodic re-reports included (pktSentNAKTotal)
+	NAKPeriodic   uint64 // NAK packets sent by the periodic re-report
+	PktRecvNAK    uint64 // NAK packets accepted (pktRecvNAKTotal)
+	ACK2Sent      uint64 // ACK2 packets sent
+	ACK2Recv      uint64 // ACK2 packets received
+	KeepAliveSent uint64 // keep-alive packets sent
+	KeepAliveRecv uint64 // keep-alive packets received
+	Timeouts      uint64 // retransmission timeouts (EXP expiries with data in flight)
+
+	BytesSent    uint64 // payload bytes sent, retransmissions included
+	BytesRecv    uint64 // payload bytes accepted into the receive buffer
+	BytesWritten uint64 // bytes accepted by Write
+	BytesRead    uint64 // bytes returned by Read
+
+	RTT              time.Duration // smoothed round-trip time (msRTT)
+	RTTVar           time.Duration // smoothed RTT variance
+	SendPeriod       time.Duration // packet send period (STP) in use (usPktSndPeriod); 0 = unpaced
+	FlowWindow       int           // packets: the peer's advertised flow window (pktFlowWindow)
+	CongestionWindow int           // packets: the controller's window, 0 = none (pktCongestionWindow)
+	FlightSize       int           // packets sent and not yet acknowledged (pktFlightSize)
+	Bandwidth        int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2)
+	RecvRate         int           // packets/s: smoothed arrival speed the peer reports (spec §6.1)
+	LocalRecvRate    int           // packets/s: this side's arrival speed (ACK word 4)
+	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
+	RecvBufferFree   int           // packets free in the receive buffer
+
+	Drops DropStats // incoming packets dropped or ignored, by reason
+}
+
+// DropStats counts incoming packets a connection dropped or ignored, by reason. None of them
+// affects the connection: hostile or stale input is dropped, never fatal.
+type DropStats struct {
+	ForeignSource uint64 // addressed to this connection from another address or port (spec §3.1)
+	Malformed     uint64 // too short, bad length, bad ACK or NAK body
+	ForgedACK     uint64 // ACK number beyond anything sent (the reference breaks the connection)
+	ForgedNAK     uint64 // NAK naming a number never sent (the reference breaks the connection)
+	OutOfWindow   uint64 // data beyond the receive buffer
+	Duplicate     uint64 // data already received or already read
+	UnknownACK2   uint64 // ACK2 for no recorded ACK (late, duplicated or forged)
+	IgnoredCtrl   uint64 // control types a stream connection does not use
+}
+
+// Stats returns the connection's counters. It is safe to call at any time, also after Close.
+func (c *Conn) Stats() Stats {
+	c.mu.Lock()
+	s := c.ep.Stats()
+	c.mu.Unlock()
+	return statsFrom(&s, c.foreignDrops.Load())
+}
+
+func statsFrom(s *stream.Stats, foreign uint64) Stats {
+	return Stats{
+		PktSent: s.PktSent, PktRecv: s.PktRecv, PktRetrans: s.PktRetrans, PktRecvFilled: s.PktRecvFilled,
+		PktSndLoss: s.SndLoss, PktRcvLoss: s.RcvLoss,
+		PktSentACK: s.ACKSent, PktRecvACK: s.ACKRecv, LightACKSent: s.LightACKSent, LightACKRecv: s.LightACKRecv,
+		PktSentNAK: s.NAKSent, NAKPeriodic: s.NAKPeriodic, PktRecvNAK: s.NAKRecv,
+		ACK2Sent: s.ACK2Sent, ACK2Recv: s.ACK2Recv, KeepAliveSent: s.KeepAliveSent, KeepAliveRecv: s.KeepAliveRecv,
+		Timeouts:  s.Timeouts,
+		BytesSent: s.BytesSent, BytesRecv: s.BytesRecv, BytesWritten: s.BytesWritten, BytesRead: s.BytesRead,
+		RTT: s.RTT, RTTVar: s.RTTVar, SendPeriod: s.SendPeriod, FlowWindow: s.FlowWindow,
+		CongestionWindow: s.CongestionWindow, FlightSize: s.FlightSize, Bandwidth: s.Bandwidth,
+		RecvRate: s.RecvRate, LocalRecvRate: s.LocalRecvRate,
+		SendBufferFree: s.SendBufferFree, RecvBufferFree: s.RecvBufferFree,
+		Drops: DropStats{
+			ForeignSource: foreign, Malformed: s.Drops.Malformed, ForgedACK: s.Drops.ForgedACK,
+			ForgedNAK: s.Drops.ForgedNAK, OutOfWindow: s.Drops.OutOfWindow, Duplicate: s.Drops.Duplicate,
+			UnknownACK2: s.Drops.UnknownACK2, IgnoredCtrl: s.Drops.IgnoredCtrl + s.Drops.WrongDest,
+		},
+	}
+}
