@@ -37,7 +37,9 @@ const (
 
 // Handshake is a type-0 control packet with its 48-byte body of 12 big-endian words (spec §2.1).
 // All body fields are kept as received; bounds (version, socket type, MSS, flow window, ISN ≤
-// MaxSeqNo) are the connection's to check (spec §3.2).
+// MaxSeqNo) are the connection's to check (spec §3.2). Note that a connected UDT4 socket answering a
+// repeated or rendezvous handshake fills in only ISN, MSS, FlowWindow, ReqType and SocketID and sends
+// Version and SocketType as 0 (spec §3.2).
 type Handshake struct {
 	ControlHeader
 	// AddInfo is header word 1; 0 from UDT4 (spec §2 table).
