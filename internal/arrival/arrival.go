@@ -1,0 +1,180 @@
+// Package arrival implements the receiver-side measurements UDT carries in
+// full ACKs (spec §6, UDT 4.11 window.cpp CPktTimeWindow): the packet
+// arrival speed (ACK word 4) and the link capacity estimated from packet
+// pairs (ACK word 5), and the sender's smoothing of both (spec §6.3).
+//
+// These are pure data structures: time is passed in, nothing allocates, and
+// they are not safe for concurrent use.
+package arrival
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+const (
+	// ArrivalWindow is the number of inter-arrival intervals kept (spec §6.1).
+	ArrivalWindow = 16
+	// ProbeWindow is the number of packet-pair intervals kept (spec §6.2; the
+	// draft's 16 is wrong, UDT 4.11 keeps 64).
+	ProbeWindow = 64
+	// InitialArrivalInterval fills the arrival window at start: 1 s, so the
+	// speed reads 1 packet/s until real samples displace it (spec §6.1).
+	InitialArrivalInterval = time.Second
+	// InitialProbeInterval fills the probe window at start: 1000 µs, so the
+	// first capacity estimate is 1000 packets/s (spec §6.2).
+	InitialProbeInterval = 1000 * time.Microsecond
+)
+
+// Estimator is the receiver's arrival-time window: the last ArrivalWindow
+// intervals between data packets and the last ProbeWindow packet-pair gaps.
+//
+// Intervals are kept in nanoseconds rather than the reference's whole
+// microseconds, so pairs arriving less than 1 µs apart (common above
+// 1 Gbit/s) still give a finite estimate; for intervals that are whole
+// microseconds the results equal the reference's except that the mean
+// interval is truncated to whole nanoseconds instead of whole microseconds.
+//
+// Use [New] or [Estimator.Reset] before the first packet: the first interval
+// is measured from that time, as in the reference.
+type Estimator struct {
+	arr    [ArrivalWindow]int64 // ns
+	ai     int
+	probe  [ProbeWindow]int64 // ns
+	pi     int
+	last   time.Time
+	p1     time.Time
+	p1Seq  seqno.Seq
+	p1Last bool // the previous arrival was a probe-1 packet (seq&0xF == 0)
+}
+
+// New returns an Estimator whose first interval is measured from now (the
+// connection's start).
+func New(now time.Time) *Estimator {
+	e := new(Estimator)
+	e.Reset(now)
+	return e
+}
+
+// Reset fills both windows with their initial values (spec §6.1, §6.2) and
+// measures the next interval from now.
+func (e *Estimator) Reset(now time.Time) {
+	*e = Estimator{last: now}
+	for i := range e.arr {
+		e.arr[i] = int64(InitialArrivalInterval)
+	}
+	for i := range e.probe {
+		e.probe[i] = int64(InitialProbeInterval)
+	}
+}
+
+// OnArrival records a data packet with sequence number seq arriving at now
+// (spec §4.4 steps 2–3). Every packet adds an interval to the arrival window.
+// A packet with seq&0xF == 0 starts a packet pair; the next arrival, if it is
+// seq+1, adds the gap between the two to the probe window.
+//
+// Departure from the reference: UDT 4.11 records the gap for any packet with
+// seq&0xF == 1 measured from the last probe-1 packet, even if other packets
+// arrived in between or the probe-1 packet was lost (spec §6.2 notes it); we
+// count only true consecutive pairs. Times going backwards count as 0.
+func (e *Estimator) OnArrival(now time.Time, seq seqno.Seq) {
+	e.arr[e.ai] = max(0, int64(now.Sub(e.last)))
+	if e.ai++; e.ai == ArrivalWindow {
+		e.ai = 0
+	}
+	e.last = now
+
+	if e.p1Last && seq == e.p1Seq.Inc() {
+		e.probe[e.pi] = max(0, int64(now.Sub(e.p1)))
+		if e.pi++; e.pi == ProbeWindow {
+			e.pi = 0
+		}
+	}
+	e.p1Last = seq&0xF == 0
+	if e.p1Last {
+		e.p1, e.p1Seq = now, seq
+	}
+}
+
+// median reproduces the reference's median: the element at index n/2 of the
+// first n−1 window entries in sorted order (spec §6.1 "harmless quirk").
+func median(dst, window []int64) int64 {
+	n := len(window)
+	copy(dst, window[:n-1])
+	slices.Sort(dst[:n-1])
+	return dst[n/2]
+}
+
+// RecvSpeed returns the packet arrival speed in packets/s for ACK word 4
+// (spec §6.1): the mean of the intervals within (M/8, 8·M) of the median M,
+// inverted and rounded up, or 0 if no more than 8 of the 16 intervals pass
+// the filter (the sender ignores 0). Before real traffic it reads 1 packet/s
+// (the initial 1 s intervals); while real intervals displace them it can read
+// 0 for a few packets.
+func (e *Estimator) RecvSpeed() int {
+	var tmp [ArrivalWindow]int64
+	m := median(tmp[:], e.arr[:])
+	upper, lower := m<<3, m>>3
+	var sum, count int64
+	for _, x := range e.arr {
+		if x > lower && x < upper {
+			sum += x
+			count++
+		}
+	}
+	if count <= ArrivalWindow/2 {
+		return 0
+	}
+	return int(math.Ceil(1e9 / float64(sum/count)))
+}
+
+// Bandwidth returns the estimated link capacity in packets/s for ACK word 5
+// (spec §6.2): the mean of the median M (counted once extra) and the probe
+// gaps within (M/8, 8·M), inverted and rounded up. It is 1000 packets/s
+// before any pair arrives. If every gap is 0 (no measurable time between the
+// pair, e.g. in a test with a frozen clock) it returns 0, "unknown", where the
+// reference would divide by zero.
+func (e *Estimator) Bandwidth() int {
+	var tmp [ProbeWindow]int64
+	m := median(tmp[:], e.probe[:])
+	upper, lower := m<<3, m>>3
+	sum, count := m, int64(1)
+	for _, x := range e.probe {
+		if x > lower && x < upper {
+			sum += x
+			count++
+		}
+	}
+	if sum == 0 {
+		return 0
+	}
+	return int(math.Ceil(1e9 * float64(count) / float64(sum)))
+}
+
+// PeerRates is the sender's smoothed copy of the receiver's two estimates
+// (spec §6.3, §5.1): RcvRate starts at 16 packets/s and Bandwidth at
+// 1 packet/s; each full ACK moves them 1/8 of the way to its values. The zero
+// value is not ready: use [NewPeerRates].
+type PeerRates struct {
+	RcvRate   int // packets/s, smoothed ACK word 4
+	Bandwidth int // packets/s, smoothed ACK word 5
+}
+
+// NewPeerRates returns the initial values of UDT 4.11 (CUDT::open).
+func NewPeerRates() PeerRates { return PeerRates{RcvRate: 16, Bandwidth: 1} }
+
+// OnFullACK folds in ACK words 4 and 5 as received on the wire: each is read
+// as a signed 32-bit value, as the reference does, and ignored unless
+// positive; otherwise x ← (7·x + v)/8 in integer arithmetic (no overflow for
+// any input).
+func (p *PeerRates) OnFullACK(rcvRate, bandwidth uint32) {
+	if v := int32(rcvRate); v > 0 {
+		p.RcvRate = int((7*int64(p.RcvRate) + int64(v)) >> 3)
+	}
+	if v := int32(bandwidth); v > 0 {
+		p.Bandwidth = int((7*int64(p.Bandwidth) + int64(v)) >> 3)
+	}
+}

@@ -1,0 +1,250 @@
+package arrival
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+const us = time.Microsecond
+
+// refSpeed transcribes CPktTimeWindow::getPktRcvSpeed (spec §6.1) over
+// whole-µs intervals, with int arithmetic.
+func refSpeed(w []int) int {
+	n := len(w)
+	r := slices.Clone(w[:n-1])
+	slices.Sort(r)
+	m := r[n/2]
+	count, sum := 0, 0
+	for _, x := range w {
+		if x < m<<3 && x > m>>3 {
+			count++
+			sum += x
+		}
+	}
+	if count > n>>1 {
+		return int(math.Ceil(1e6 / float64(sum/count)))
+	}
+	return 0
+}
+
+// refBandwidth transcribes CPktTimeWindow::getBandwidth (spec §6.2).
+func refBandwidth(w []int) int {
+	n := len(w)
+	r := slices.Clone(w[:n-1])
+	slices.Sort(r)
+	m := r[n/2]
+	count, sum := 1, m
+	for _, x := range w {
+		if x < m<<3 && x > m>>3 {
+			count++
+			sum += x
+		}
+	}
+	return int(math.Ceil(1e6 / (float64(sum) / float64(count))))
+}
+
+func TestInitialValues(t *testing.T) {
+	e := New(t0)
+	if got := e.RecvSpeed(); got != 1 {
+		t.Errorf("initial speed %d, want 1 packet/s (16 intervals of 1 s)", got)
+	}
+	if got := e.Bandwidth(); got != 1000 {
+		t.Errorf("initial bandwidth %d, want 1000 packets/s (0x3E8 seen in early ACKs)", got)
+	}
+	p := NewPeerRates()
+	if p.RcvRate != 16 || p.Bandwidth != 1 {
+		t.Errorf("peer rates %+v", p)
+	}
+}
+
+func TestRecvSpeedWarmUp(t *testing.T) {
+	e := New(t0)
+	now := t0
+	// Constant 100 µs spacing: the reference reads 1 for 7 packets (the 1 s
+	// initial intervals dominate), 0 at the 8th (8 real vs 8 initial: no
+	// majority), and the real speed from the 9th.
+	want := []int{1, 1, 1, 1, 1, 1, 1, 0, 10000, 10000, 10000}
+	for i, w := range want {
+		now = now.Add(100 * us)
+		e.OnArrival(now, seqno.Seq(i+1))
+		if got := e.RecvSpeed(); got != w {
+			t.Fatalf("after %d packets: speed %d want %d", i+1, got, w)
+		}
+	}
+}
+
+func TestRecvSpeedMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 2000 {
+		e := New(t0)
+		now := t0
+		w := make([]int, ArrivalWindow)
+		for i := range w {
+			w[i] = 1_000_000
+		}
+		base := 1 + r.IntN(5000)
+		for i := range 1 + r.IntN(40) {
+			x := base + r.IntN(base*3)
+			if r.IntN(10) == 0 {
+				x *= 20 // outliers the filter must drop
+			}
+			now = now.Add(time.Duration(x) * us)
+			e.OnArrival(now, seqno.Seq(i))
+			w[i%ArrivalWindow] = x
+			got, ref := e.RecvSpeed(), refSpeed(w)
+			if (got == 0) != (ref == 0) {
+				t.Fatalf("trial %d: speed %d, reference %d (window %v)", trial, got, ref, w)
+			}
+			// Same filter; only the truncation of the mean differs (ns vs µs).
+			if ref != 0 {
+				var sum, cnt int
+				ws := slices.Clone(w[:len(w)-1])
+				slices.Sort(ws)
+				m := ws[len(w)/2]
+				for _, x := range w {
+					if x > m>>3 && x < m<<3 {
+						sum, cnt = sum+x, cnt+1
+					}
+				}
+				if want := int(math.Ceil(1e9 / float64(sum*1000/cnt))); got != want {
+					t.Fatalf("trial %d: speed %d want %d (reference %d)", trial, got, want, ref)
+				}
+			}
+		}
+	}
+}
+
+func pair(e *Estimator, now time.Time, seq seqno.Seq, gap time.Duration) time.Time {
+	e.OnArrival(now, seq)
+	now = now.Add(gap)
+	e.OnArrival(now, seq.Inc())
+	return now
+}
+
+func TestBandwidthPackets(t *testing.T) {
+	e := New(t0)
+	now := t0
+	seq := seqno.MaxSeq - 15 // 0x7FFFFFF0: &0xF == 0
+	for k := 1; k <= 40; k++ {
+		now = pair(e, now.Add(time.Millisecond), seq, 10*us)
+		want := 1000
+		if k >= 33 { // 33 of the first 63 entries are real: the median moves
+			want = 100000
+		}
+		w := make([]int, ProbeWindow)
+		for i := range w {
+			w[i] = 1000
+			if i < k {
+				w[i] = 10
+			}
+		}
+		if got, ref := e.Bandwidth(), refBandwidth(w); got != want || ref != want {
+			t.Fatalf("after %d pairs: bandwidth %d, reference %d, want %d", k, got, ref, want)
+		}
+		seq = seq.Add(16)
+	}
+}
+
+func TestBandwidthMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for trial := range 500 {
+		e := New(t0)
+		now := t0
+		w := make([]int, ProbeWindow)
+		for i := range w {
+			w[i] = 1000
+		}
+		seq := seqno.Seq(0)
+		for i := range 1 + r.IntN(150) {
+			x := 1 + r.IntN(3000)
+			now = pair(e, now.Add(time.Millisecond), seq, time.Duration(x)*us)
+			w[i%ProbeWindow] = x
+			seq = seq.Add(16)
+		}
+		// With whole-µs gaps the float mean is exact, so results match.
+		if got, ref := e.Bandwidth(), refBandwidth(w); got != ref {
+			t.Fatalf("trial %d: bandwidth %d, reference %d", trial, got, ref)
+		}
+	}
+}
+
+func TestProbeNeedsConsecutivePair(t *testing.T) {
+	e := New(t0)
+	now := t0
+	for k := range 64 {
+		base := seqno.Seq(k * 16)
+		now = now.Add(time.Millisecond)
+		e.OnArrival(now, base)        // probe 1
+		e.OnArrival(now, base.Add(5)) // something else in between
+		e.OnArrival(now.Add(us), base.Inc())
+		e.OnArrival(now.Add(2*us), base.Add(17)) // probe 2 without probe 1
+	}
+	if got := e.Bandwidth(); got != 1000 {
+		t.Fatalf("non-pairs fed the probe window: bandwidth %d", got)
+	}
+}
+
+func TestFrozenClock(t *testing.T) {
+	e := New(t0)
+	for i := range 64 * 16 {
+		e.OnArrival(t0, seqno.Seq(i))
+	}
+	if s, b := e.RecvSpeed(), e.Bandwidth(); s != 0 || b != 0 {
+		t.Fatalf("zero intervals: speed %d bandwidth %d, want 0 (unknown)", s, b)
+	}
+	e.OnArrival(t0.Add(-time.Second), 300) // time going backwards is clamped
+	if e.arr[(e.ai+ArrivalWindow-1)%ArrivalWindow] != 0 {
+		t.Fatal("negative interval recorded")
+	}
+}
+
+func TestPeerRates(t *testing.T) {
+	p := NewPeerRates()
+	p.OnFullACK(1000, 0) // zero bandwidth ignored
+	if p.RcvRate != (7*16+1000)>>3 || p.Bandwidth != 1 {
+		t.Fatalf("%+v", p)
+	}
+	p.OnFullACK(0xFFFFFFFF, 0x80000000) // negative as int32: ignored
+	if p.RcvRate != 139 || p.Bandwidth != 1 {
+		t.Fatalf("%+v", p)
+	}
+	for range 200 {
+		p.OnFullACK(0x7FFFFFFF, 0x7FFFFFFF)
+	}
+	if p.RcvRate < 0x7FFFFFF0 || p.Bandwidth < 0x7FFFFFF0 {
+		t.Fatalf("no convergence / overflow: %+v", p)
+	}
+}
+
+func BenchmarkOnArrival(b *testing.B) {
+	e := New(t0)
+	now := t0
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		now = now.Add(12 * us)
+		e.OnArrival(now, seqno.Seq(i))
+	}
+}
+
+// BenchmarkFullACKEstimates is the per-full-ACK cost (every 10 ms).
+func BenchmarkFullACKEstimates(b *testing.B) {
+	e := New(t0)
+	now := t0
+	for i := range 1000 {
+		now = now.Add(time.Duration(10+i%7) * us)
+		e.OnArrival(now, seqno.Seq(i))
+	}
+	b.ReportAllocs()
+	var s int
+	for b.Loop() {
+		s += e.RecvSpeed() + e.Bandwidth()
+	}
+	_ = s
+}
