@@ -62,7 +62,12 @@ type Scheduler struct {
 	next     int64     // ns: time of the next departure slot
 	rem      uint64    // fractional part of next, in units of 1/den ns
 	prev     int64     // ns: slot (catch-up) or actual time (strict) of the last departure
+	credit   int64     // ns: ⌊(burst−1)·interval⌋, the catch-up credit; valid when creditOK
+	creditOK bool
 }
+
+// never is a saturated departure time: beyond any representable now, never due.
+const never = math.MaxInt64
 
 // NewScheduler returns a Scheduler configured by cfg.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
@@ -78,6 +83,7 @@ func (s *Scheduler) SetBurst(n int) {
 		n = 0 // resolved lazily so that the zero Scheduler works
 	}
 	s.burst = n
+	s.creditOK = false
 }
 
 // Burst reports the burst cap in packets.
@@ -147,6 +153,7 @@ func (s *Scheduler) Interval() time.Duration {
 
 func (s *Scheduler) setFraction(q int64, r, den uint64) {
 	s.q, s.r, s.den = q, r, den
+	s.creditOK = false
 	if !s.started {
 		return
 	}
@@ -174,7 +181,7 @@ func (s *Scheduler) Release(now time.Time, want int) (n int) {
 		s.prev, s.next, s.rem = t, t, 0
 		return limit
 	}
-	if t < s.next {
+	if t < s.next || s.next == never {
 		return 0
 	}
 	if s.strict {
@@ -183,7 +190,7 @@ func (s *Scheduler) Release(now time.Time, want int) (n int) {
 		return 1
 	}
 	s.bound(t)
-	for n < limit && s.next <= t {
+	for n < limit && s.next <= t && s.next != never {
 		s.prev = s.next
 		s.advance(1)
 		n++
@@ -240,16 +247,32 @@ func (s *Scheduler) ns(now time.Time) int64 {
 	return int64(now.Sub(s.epoch)) // Sub saturates at ±292 years
 }
 
-// bound caps catch-up credit to the burst: no slot before t − (burst−1)·interval stays due.
+// bound caps catch-up credit to the burst: no slot before t − ⌊(burst−1)·interval⌋ stays due.
 func (s *Scheduler) bound(t int64) {
-	floor := subSat(t, mulSat(int64(s.Burst()-1), s.q))
-	if s.next < floor {
+	if !s.creditOK {
+		n := uint64(s.Burst() - 1)
+		hi, lo := bits.Mul64(n, s.r)
+		frac, _ := bits.Div64(hi, lo, s.den) // hi < den since r < den
+		s.credit = addSat(mulSat(int64(n), s.q), int64(min(frac, math.MaxInt64)))
+		s.creditOK = true
+	}
+	if floor := subSat(t, s.credit); s.next < floor {
 		s.next, s.rem = floor, 0
 	}
 }
 
 // advance moves the next slot n intervals later, exactly and saturating.
 func (s *Scheduler) advance(n uint64) {
+	if n == 1 { // the per-packet path: no division
+		s.rem += s.r // < 2·den ≤ 2⁶⁴: no overflow
+		carry := int64(0)
+		if s.rem >= s.den {
+			s.rem -= s.den
+			carry = 1
+		}
+		s.next = addSat(addSat(s.next, s.q), carry)
+		return
+	}
 	if n == 0 {
 		return
 	}

@@ -1,0 +1,9 @@
+package pacer_test
+
+import (
+	"time"
+
+	"github.com/udtgo/udt/pacer/pacertest"
+)
+
+func newClock() *pacertest.Clock { return pacertest.NewClock(time.Unix(1_000_000, 0)) }
