@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
 )
 
 // Protocol constants (spec §4.1, §2.3, §1.1).
@@ -12,12 +13,9 @@ const (
 	SYN = 10 * time.Millisecond
 	// lightACKEvery is the number of data packets between light ACKs (m_iSelfClockInterval).
 	lightACKEvery = 64
-	// headerSize is the UDT header: four 32-bit words.
-	headerSize = 16
-	// udpIPOverhead is what UDT subtracts from the MSS for the IP and UDP headers.
-	udpIPOverhead = 28
-	// minMSS is the smallest MSS UDT accepts (28 + 48).
-	minMSS = 76
+	headerSize    = packet.HeaderSize    // 16 bytes: four 32-bit words
+	udpIPOverhead = packet.UDPIPOverhead // 28 bytes subtracted from the MSS for IP and UDP
+	minMSS        = packet.MinMSS        // 76 bytes
 	// maxWindow bounds every window and buffer in packets, well below the 2^30 sequence-comparison
 	// horizon (spec §1.6, §9.2).
 	maxWindow = 1 << 20
@@ -73,6 +71,12 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Start is when the connection started; header timestamps are µs since Start (32 bits, wrapping).
 	Start time.Time
+	// Burst caps the packets the pacing schedule lets leave back to back to catch up with a late
+	// pacer (pacer.SchedulerConfig.Burst); 0 means pacer.DefaultBurst.
+	Burst int
+	// StrictPacing disables catch-up: each packet waits a full period after the previous one
+	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
+	StrictPacing bool
 	// Output sends one control packet now. It is called synchronously from within engine calls,
 	// must not call back into the Endpoint, and may use ctrl only during the call.
 	Output func(ctrl []byte)

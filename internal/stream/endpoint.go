@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/losslist"
+	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/pacer"
 )
 
 // Endpoint is the protocol engine of one established connection. Create it with New. It is not
@@ -22,6 +25,8 @@ type Endpoint struct {
 	// Sender (spec §4.3).
 	snd            sendBuffer
 	fl             flight
+	sloss          *losslist.Sender
+	sched          *pacer.Scheduler
 	sndCurrSeq     uint32 // largest sequence number sent
 	sndLastAck     uint32 // first unacknowledged sequence number (light ACKs included)
 	sndLastDataAck uint32 // last ACK number of a full or medium ACK that advanced
@@ -29,16 +34,21 @@ type Endpoint struct {
 	flowWindow     int
 	cwnd           int // congestion window in packets, 0 = none
 	period         time.Duration
-	pace           pacing
+	ccACKPeriod    time.Duration
+	ccACKInterval  int
+	ccRTO          time.Duration
 	pairNext       bool // the previous packet opened a packet pair: the next leaves at once
 	recvRate       int  // smoothed receiver packet arrival speed (packets/s, spec §6.3)
 	bandwidth      int  // smoothed link capacity (packets/s)
 	rtoBase        time.Duration
 	rtoCount       int
+	ack            packet.ACK         // scratch for decoding and encoding ACKs
+	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
 
 	// Receiver (spec §4.4).
 	rcv            recvBuffer
+	rloss          *losslist.Receiver
 	rcvCap         int    // RecvBuffer in packets: the acceptance window
 	rcvBase        uint32 // first sequence number not yet consumed by Read
 	readOff        int    // bytes of rcvBase's payload already read
@@ -55,9 +65,9 @@ type Endpoint struct {
 	advertised     int // flow window in the last ACK sent
 	acks           ackWindow
 	arrivals       arrivalWindow
-	nakTick        time.Duration // last periodic NAK tick
-	nakTickLRSN    uint32        // LRSN at that tick: losses at or below it were known for a tick
-	lossy          bool          // the receiver loss list is non-empty (rcvNext ≠ lrsn+1)
+	nakTick        time.Duration // last periodic NAK check
+	nak            packet.NAK
+	dueRanges      []losslist.Range
 
 	// Shared.
 	rtt        rttEstimator
@@ -66,8 +76,7 @@ type Endpoint struct {
 	err        error
 	peerClosed bool
 	closed     bool
-	ctrl       []byte   // scratch for control packets
-	words      []uint32 // scratch for control bodies
+	ctrl       []byte // scratch for control packets
 
 	stats Stats
 }
@@ -79,33 +88,39 @@ func New(cfg Config, now time.Time) *Endpoint {
 	if cfg.Start.IsZero() {
 		cfg.Start = now
 	}
+	maxRanges := (cfg.MSS - udpIPOverhead - headerSize) / 4
 	e := &Endpoint{
 		cfg:         cfg,
 		start:       cfg.Start,
 		cc:          cfg.Controller,
 		pktSize:     cfg.MSS - udpIPOverhead,
-		payloadSize: cfg.MSS - udpIPOverhead - headerSize,
+		payloadSize: packet.MaxPayload(cfg.MSS),
 		kaInterval:  min(keepAliveEvery, cfg.IdleTimeout/8),
 		rcvCap:      cfg.RecvBuffer,
 		flowWindow:  cfg.PeerFlowWindow,
 		msgNo:       1,
-		ctrl:        make([]byte, cfg.MSS-udpIPOverhead),
-		words:       make([]uint32, 0, (cfg.MSS-udpIPOverhead-headerSize)/4),
-		lossRanges:  make([]congestion.Range, 0, (cfg.MSS-udpIPOverhead-headerSize)/4),
+		recvRate:    16, // UDT4's initial smoothing values (spec §5.1)
+		bandwidth:   1,
+		ctrl:        make([]byte, 0, cfg.MSS-udpIPOverhead),
+		nakRanges:   make([]packet.SeqRange, 0, maxRanges),
+		lossRanges:  make([]congestion.Range, 0, maxRanges),
+		dueRanges:   make([]losslist.Range, 0, maxRanges/2),
 	}
-	if cfg.MaxBandwidth > 0 {
-		e.minPeriod = time.Duration(int64(cfg.MSS) * int64(time.Second) / cfg.MaxBandwidth)
-	}
+	e.nak.Ranges = make([]packet.SeqRange, 0, maxRanges/2)
+	e.minPeriod = congestion.MinPeriod(cfg.MaxBandwidth, cfg.MSS)
 	t := e.since(now)
+
 	e.snd.max = cfg.SendBuffer
 	e.fl.init(cfg.PeerFlowWindow)
+	e.sloss = losslist.NewSender(seqnoOf(cfg.ISN), cfg.PeerFlowWindow)
+	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
 	e.sndCurrSeq = seqDec(cfg.ISN)
 	e.sndLastAck = cfg.ISN
 	e.sndLastDataAck = cfg.ISN
-	e.fl.cursor = cfg.ISN
 	e.rtoBase = t
 
 	e.rcv.init(cfg.RecvBuffer, e.payloadSize)
+	e.rloss = losslist.NewReceiver(cfg.RecvBuffer)
 	e.rcvBase = cfg.PeerISN
 	e.rcvNext = cfg.PeerISN
 	e.lrsn = seqDec(cfg.PeerISN)
@@ -117,9 +132,9 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.rtt.init()
 	e.lastRecv, e.lastSend = t, t
 	e.lastACKTime, e.lastFullACK = t, t
-	e.pace.next = t
 
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
+	e.period = -1 // force the first SetInterval
 	e.applyCC()
 	return e
 }
@@ -133,19 +148,20 @@ func (e *Endpoint) at(t time.Duration) time.Time { return e.start.Add(t) }
 // timestamp is the 32-bit µs header timestamp (spec §1.2).
 func timestamp(t time.Duration) uint32 { return uint32(t / time.Microsecond) }
 
-// applyCC reads the controller's decision (spec §5.5 CCUpdate).
+// applyCC reads the controller's decision (spec §5.5 CCUpdate): the period, clamped by
+// MaxBandwidth, goes to the pacing schedule; the window bounds the packets in flight.
 func (e *Endpoint) applyCC() {
 	st := e.cc.State()
-	p := max(st.Period, 0)
-	if p < e.minPeriod {
-		p = e.minPeriod
+	p := max(st.Period, e.minPeriod, 0)
+	if p != e.period {
+		e.period = p
+		e.sched.SetInterval(p)
 	}
-	e.period = p
-	e.pace.interval = p
 	e.cwnd = 0
 	if st.Window > 0 {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
+	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
 }
 
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
@@ -155,7 +171,7 @@ type PeerIdleError struct {
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle)
+	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
 }
 
 // Timeout reports true: the connection broke because a timer expired.
@@ -245,34 +261,15 @@ func (e *Endpoint) Shutdown(now time.Time) {
 		return
 	}
 	if e.err == nil && !e.peerClosed {
-		e.sendCtrl(e.since(now), ctrlShutdown, 0, nil)
+		e.sendShutdown(e.since(now))
 	}
 	e.closed = true
-}
-
-// sendCtrl encodes a control packet with body words and hands it to Output. A body-less packet
-// gets UDT4's 4 bytes of padding (spec §1.1).
-func (e *Endpoint) sendCtrl(t time.Duration, typ, info uint32, body []uint32) {
-	b := e.ctrl
-	putCtrlHeader(b, typ, info, timestamp(t), e.cfg.PeerID)
-	n := headerSize
-	if len(body) == 0 {
-		be.PutUint32(b[n:], 0)
-		n += 4
-	}
-	for _, w := range body {
-		be.PutUint32(b[n:], w)
-		n += 4
-	}
-	e.cfg.Output(b[:n])
-	e.lastSend = t
-	e.stats.CtrlSent++
 }
 
 // HandlePacket processes one datagram addressed to this connection. b is used only during the
 // call. Malformed, forged and out-of-window packets are dropped and counted in Stats().Drops.
 func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
-	if e.closed || e.err != nil {
+	if !e.active() {
 		return
 	}
 	t := e.since(now)
@@ -284,50 +281,44 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		e.stats.Drops.WrongDest++
 		return
 	}
-	w0 := be.Uint32(b)
-	if w0&flagControl == 0 {
+	if !packet.IsControl(b) {
 		e.onData(t, now, b)
 	} else {
-		e.onControl(t, now, w0, b)
+		e.onControl(t, now, b)
 	}
 	if e.active() {
 		e.checkACK(t)
 	}
 }
 
-func (e *Endpoint) onControl(t time.Duration, now time.Time, w0 uint32, b []byte) {
-	body := b[headerSize:]
-	if len(body)%4 != 0 {
+func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
+	if (len(b)-headerSize)%4 != 0 {
 		e.stats.Drops.Malformed++
 		return
 	}
 	info := be.Uint32(b[4:])
-	switch typ := (w0 >> 16) & 0x7FFF; typ {
-	case ctrlKeepAlive:
+	switch typ, _ := packet.Type(b); typ {
+	case packet.TypeKeepAlive:
 		e.stats.KeepAliveRecv++
-	case ctrlACK:
-		if !e.onACK(t, now, info, body) {
+	case packet.TypeACK:
+		if !e.onACK(t, now, b) {
 			return
 		}
-	case ctrlNAK:
-		if !e.onNAK(t, now, body) {
+	case packet.TypeNAK:
+		if !e.onNAK(now, b) {
 			return
 		}
-	case ctrlACK2:
+	case packet.TypeACK2:
 		e.onACK2(t, info)
-	case ctrlShutdown:
+	case packet.TypeShutdown:
 		e.peerClosed = true
-	case ctrlError:
+	case packet.TypeErrorSignal:
 		e.err = &PeerError{Code: info}
 	default:
-		// Handshake repeats are conn's business; congestion warnings, message-drop requests
-		// (message mode only) and user-defined packets are not used by a stream connection.
+		// Handshake repeats are conn's business; congestion warnings (never sent by UDT4),
+		// message-drop requests (message mode only) and user-defined packets are not used by a
+		// stream connection.
 		e.stats.Drops.IgnoredCtrl++
 	}
-	e.heard(t)
-}
-
-// heard records that the peer is alive.
-func (e *Endpoint) heard(t time.Duration) {
 	e.lastRecv = t
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
 )
 
 // fixedCC is a trivial controller for tests: a constant period and window.
@@ -95,7 +96,8 @@ func (l *link) buf() []byte {
 }
 
 func isNAK(b []byte) bool {
-	return len(b) >= 4 && b[0]&0x80 != 0 && (be.Uint32(b)>>16)&0x7FFF == ctrlNAK
+	t, err := packet.Type(b)
+	return err == nil && t == packet.TypeNAK
 }
 
 // send puts a datagram from endpoint i on the wire.

@@ -1,19 +1,20 @@
 package stream
 
-import "time"
+import (
+	"time"
+
+	"github.com/udtgo/udt/internal/packet"
+)
 
 // onData processes one data packet (spec §4.4).
 func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
-	if !e.active() {
-		return
-	}
 	seq := be.Uint32(b) & maxSeq
 	payload := b[headerSize:]
 	if len(payload) == 0 || len(payload) > e.payloadSize {
 		e.stats.Drops.Malformed++
 		return
 	}
-	e.heard(t)
+	e.lastRecv = t
 	e.stats.PktRecv++
 	e.cc.OnPacketReceived(now, seq, len(b))
 	e.arrivals.onData(t, seq)
@@ -33,34 +34,34 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	}
 	e.rcv.put(seq, payload)
 	e.stats.BytesRecv += uint64(len(payload))
-	if d := seqOff(e.lrsn, seq); d > 0 {
-		if d > 1 {
-			// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
-			first, last := seqInc(e.lrsn), seqDec(seq)
-			e.stats.RcvLoss += uint64(d - 1)
-			e.lrsn = seq
-			if !e.lossy {
-				e.nakTick, e.nakTickLRSN = t, e.lrsn
+	if d := seqOff(e.lrsn, seq); d > 1 {
+		// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
+		first, last := seqInc(e.lrsn), seqDec(seq)
+		e.lrsn = seq
+		if n, err := e.rloss.Insert(seqnoOf(first), seqnoOf(last), now); err == nil {
+			e.stats.RcvLoss += uint64(n)
+			if e.rloss.Len() == n {
+				e.nakTick = t // the periodic NAK starts with the first loss
 			}
-			e.lossy = true
-			e.sendNAKRange(t, first, last)
 		}
+		e.nak.Ranges = append(e.nak.Ranges[:0], packet.SeqRange{First: first, Last: last})
+		e.sendNAK(t)
+	} else if d == 1 {
 		e.lrsn = seq
 	} else {
 		e.stats.PktRecvFilled++
+		e.rloss.Remove(seqnoOf(seq))
 	}
-	if seq == e.rcvNext {
-		e.rcvNext = seqInc(e.rcvNext)
-		for e.rcvNext != seqInc(e.lrsn) && e.rcv.at(e.rcvNext) != nil {
-			e.rcvNext = seqInc(e.rcvNext)
-		}
-		e.lossy = e.rcvNext != seqInc(e.lrsn)
+	if first, ok := e.rloss.First(); ok {
+		e.rcvNext = uint32(first)
+	} else {
+		e.rcvNext = seqInc(e.lrsn)
 	}
 	if len(payload) < e.payloadSize {
 		e.ackForce = true // UDT4 ACKs right after a short packet (spec §4.4 step 6)
 	}
 	e.pktsSinceACK++
-	if iv := e.cc.State().ACKInterval; iv > 0 && e.pktsSinceACK >= iv {
+	if iv := e.ccACKInterval; iv > 0 && e.pktsSinceACK >= iv {
 		e.ackForce = true
 	}
 	e.pktsSinceLight++
@@ -69,31 +70,20 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	}
 }
 
-// sendNAKRange reports [first, last] as lost.
-func (e *Endpoint) sendNAKRange(t time.Duration, first, last uint32) {
-	w := e.words[:0]
-	if first == last {
-		w = append(w, first)
-	} else {
-		w = append(w, first|nakRangeBit, last)
-	}
-	e.sendCtrl(t, ctrlNAK, 0, w)
-	e.stats.NAKSent++
-}
-
 // sendLightACK sends a 1-word ACK carrying the first missing number (spec §2.3).
 func (e *Endpoint) sendLightACK(t time.Duration) {
 	e.pktsSinceLight = 0
 	if e.rcvNext == e.rcvLastAckAck {
 		return
 	}
-	e.sendCtrl(t, ctrlACK, 0, append(e.words[:0], e.rcvNext))
+	e.ack = packet.ACK{Form: packet.ACKLight, AckNo: e.rcvNext}
+	e.sendACKPacket(t, &e.ack)
 	e.stats.LightACKSent++
 }
 
 // ackPeriod is the full-ACK period: SYN, or the controller's shorter ACKPeriod (spec §4.1).
 func (e *Endpoint) ackPeriod() time.Duration {
-	if p := e.cc.State().ACKPeriod; p > 0 && p < SYN {
+	if p := e.ccACKPeriod; p > 0 && p < SYN {
 		return p
 	}
 	return SYN
@@ -120,6 +110,14 @@ func (e *Endpoint) checkACK(t time.Duration) {
 	}
 }
 
+func (e *Endpoint) nextAckSeqNo() uint32 {
+	e.ackSeqNo = (e.ackSeqNo + 1) & maxSeq
+	if e.ackSeqNo == 0 {
+		e.ackSeqNo = 1 // 0 marks a light ACK
+	}
+	return e.ackSeqNo
+}
+
 // sendACK sends a full ACK (6 words) if SYN has passed since the last one, else a medium ACK
 // (4 words), and records it for the ACK2 RTT sample (spec §2.3).
 func (e *Endpoint) sendACK(t time.Duration) {
@@ -127,23 +125,22 @@ func (e *Endpoint) sendACK(t time.Duration) {
 	e.pktsSinceACK = 0
 	e.pktsSinceLight = 0
 	ack := e.rcvNext
-	if ack == e.rcvLastAckAck {
-		e.rcvLastAck = ack
-		return
-	}
 	e.rcvLastAck = ack
-	e.ackSeqNo = (e.ackSeqNo + 1) & maxSeq
-	if e.ackSeqNo == 0 {
-		e.ackSeqNo = 1 // 0 marks a light ACK
+	if ack == e.rcvLastAckAck {
+		return // the sender already confirmed this ACK number
 	}
 	free := max(e.rcvCap-int(seqOff(e.rcvBase, ack)), 2)
-	w := append(e.words[:0], ack,
-		uint32(e.rtt.rtt/time.Microsecond), uint32(e.rtt.rttVar/time.Microsecond), uint32(free))
+	e.ack = packet.ACK{
+		AckSeq: e.nextAckSeqNo(), Form: packet.ACKMedium, AckNo: ack,
+		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
+		AvailBuf: uint32(free),
+	}
 	if t-e.lastFullACK >= SYN {
-		w = append(w, e.arrivals.speed(), e.arrivals.bandwidth())
+		e.ack.Form = packet.ACKFull
+		e.ack.RecvRate, e.ack.Capacity = e.arrivals.speed(), e.arrivals.bandwidth()
 		e.lastFullACK = t
 	}
-	e.sendCtrl(t, ctrlACK, e.ackSeqNo, w)
+	e.sendACKPacket(t, &e.ack)
 	e.acks.store(e.ackSeqNo, ack, t)
 	e.lastACKTime = t
 	e.advertised = free
@@ -163,16 +160,14 @@ func (e *Endpoint) maybeWindowUpdate() {
 	}
 	t := max(e.lastRecv, e.lastSend) // Read has no clock: stamp with the latest known time
 	ack := e.rcvNext
-	if seqOff(e.rcvLastAck, ack) > 0 {
-		e.rcvLastAck = ack
+	e.rcvLastAck = ack
+	// Not recorded in the ACK history: without a clock its RTT sample would be wrong.
+	e.ack = packet.ACK{
+		AckSeq: e.nextAckSeqNo(), Form: packet.ACKMedium, AckNo: ack,
+		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
+		AvailBuf: uint32(free),
 	}
-	e.ackSeqNo = (e.ackSeqNo + 1) & maxSeq
-	if e.ackSeqNo == 0 {
-		e.ackSeqNo = 1
-	}
-	// Not recorded in the ACK history: without a clock the RTT sample would be wrong.
-	e.sendCtrl(t, ctrlACK, e.ackSeqNo, append(e.words[:0], ack,
-		uint32(e.rtt.rtt/time.Microsecond), uint32(e.rtt.rttVar/time.Microsecond), uint32(free)))
+	e.sendACKPacket(t, &e.ack)
 	e.advertised = free
 	e.stats.ACKSent++
 	e.stats.WindowUpdates++
@@ -195,38 +190,25 @@ func (e *Endpoint) onACK2(t time.Duration, ackNo uint32) {
 // nakInterval is the periodic NAK interval: 4·RTT + RTTVar + SYN (draft-gg-udt-03 §4.4).
 func (e *Endpoint) nakInterval() time.Duration { return 4*e.rtt.rtt + e.rtt.rttVar + SYN }
 
-// checkNAK re-reports the numbers that have been missing for at least one NAK interval.
-func (e *Endpoint) checkNAK(t time.Duration) {
-	if !e.lossy || t < e.nakTick+e.nakInterval() {
+// nakCheckEvery is how often the periodic NAK looks for due ranges: each missing range is
+// re-reported between one and 1.25 NAK intervals after its previous report.
+func (e *Endpoint) nakCheckEvery() time.Duration { return e.nakInterval() / 4 }
+
+// checkNAK re-reports the ranges that have been missing for at least one NAK interval since their
+// last report, lowest first, as many as fit in one packet.
+func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
+	if e.rloss.Len() == 0 || t < e.nakTick+e.nakCheckEvery() {
 		return
 	}
-	limit := e.nakTickLRSN
-	e.nakTick, e.nakTickLRSN = t, e.lrsn
-	if seqOff(e.rcvNext, limit) < 0 {
+	e.nakTick = t
+	e.dueRanges = e.rloss.Due(now, e.nakInterval(), e.dueRanges[:0], cap(e.nak.Ranges))
+	if len(e.dueRanges) == 0 {
 		return
 	}
-	maxWords := (e.pktSize - headerSize) / 4
-	w := e.words[:0]
-	n := int(seqOff(e.rcvNext, limit)) + 1
-	for i := 0; i < n && len(w)+2 <= maxWords; i++ {
-		s := seqAdd(e.rcvNext, int32(i))
-		if e.rcv.at(s) != nil {
-			continue
-		}
-		j := i
-		for j+1 < n && e.rcv.at(seqAdd(e.rcvNext, int32(j+1))) == nil {
-			j++
-		}
-		if j == i {
-			w = append(w, s)
-		} else {
-			w = append(w, s|nakRangeBit, seqAdd(e.rcvNext, int32(j)))
-		}
-		i = j
+	e.nak.Ranges = e.nak.Ranges[:0]
+	for _, r := range e.dueRanges {
+		e.nak.Ranges = append(e.nak.Ranges, packet.SeqRange{First: uint32(r.First), Last: uint32(r.Last)})
 	}
-	if len(w) > 0 {
-		e.sendCtrl(t, ctrlNAK, 0, w)
-		e.stats.NAKSent++
-		e.stats.NAKPeriodic++
-	}
+	e.sendNAK(t)
+	e.stats.NAKPeriodic++
 }

@@ -69,15 +69,12 @@ type sentPkt struct {
 	msg uint32
 }
 
-// flight is the set of packets in flight, indexed by sequence number modulo a power-of-two ring,
-// with a bitmap of the ones in the sender loss list. It grows on demand up to limit entries.
+// flight describes the packets in flight, indexed by sequence number modulo a power-of-two ring
+// that grows on demand up to limit entries (the peer's flow window rounded up).
 type flight struct {
-	descs  []sentPkt
-	lost   []uint64
-	mask   uint32
-	limit  int
-	nlost  int
-	cursor uint32 // no lost entry lies below cursor (within the window)
+	descs []sentPkt
+	mask  uint32
+	limit int
 }
 
 const minFlight = 64
@@ -87,77 +84,16 @@ func (f *flight) init(limit int) {
 	f.resize(min(minFlight, f.limit), 0, 0)
 }
 
-// resize reallocates the ring to size entries and moves the n entries starting at seq first.
+// resize reallocates the ring to size entries, keeping the n entries starting at seq first.
 func (f *flight) resize(size int, first uint32, n int) {
 	descs := make([]sentPkt, size)
-	lost := make([]uint64, (size+63)/64)
 	nm := uint32(size - 1)
 	for i := 0; i < n; i++ {
 		s := seqAdd(first, int32(i))
 		descs[s&nm] = f.descs[s&f.mask]
-		if f.isLost(s) {
-			j := s & nm
-			lost[j>>6] |= 1 << (j & 63)
-		}
 	}
-	f.descs, f.lost, f.mask = descs, lost, nm
+	f.descs, f.mask = descs, nm
 }
 
 func (f *flight) size() int              { return len(f.descs) }
 func (f *flight) at(seq uint32) *sentPkt { return &f.descs[seq&f.mask] }
-
-func (f *flight) isLost(seq uint32) bool {
-	if len(f.lost) == 0 {
-		return false
-	}
-	j := seq & f.mask
-	return f.lost[j>>6]&(1<<(j&63)) != 0
-}
-
-// setRange marks (set) or unmarks the n numbers starting at first and keeps nlost exact.
-func (f *flight) setRange(first uint32, n int, set bool) {
-	i := int(first & f.mask)
-	size := len(f.descs)
-	for n > 0 {
-		bit := i & 63
-		k := min(64-bit, n, size-i)
-		var m uint64 = ^uint64(0)
-		if k < 64 {
-			m = (1<<uint(k) - 1) << uint(bit)
-		}
-		w := &f.lost[i>>6]
-		if set {
-			f.nlost += bits.OnesCount64(m &^ *w)
-			*w |= m
-		} else {
-			f.nlost -= bits.OnesCount64(m & *w)
-			*w &^= m
-		}
-		n -= k
-		i = (i + k) & int(f.mask)
-	}
-}
-
-// firstLost returns the smallest lost number in [from, from+n).
-func (f *flight) firstLost(from uint32, n int) (uint32, bool) {
-	if f.nlost == 0 {
-		return 0, false
-	}
-	i := int(from & f.mask)
-	size := len(f.descs)
-	done := 0
-	for done < n {
-		bit := i & 63
-		k := min(64-bit, n-done, size-i)
-		w := f.lost[i>>6] >> uint(bit)
-		if k < 64 {
-			w &= 1<<uint(k) - 1
-		}
-		if w != 0 {
-			return seqAdd(from, int32(done+bits.TrailingZeros64(w))), true
-		}
-		done += k
-		i = (i + k) & int(f.mask)
-	}
-	return 0, false
-}

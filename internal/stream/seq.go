@@ -1,8 +1,11 @@
 package stream
 
-// 31-bit circular sequence arithmetic (spec §1.6).
+import "github.com/udtgo/udt/internal/seqno"
 
-const maxSeq = 0x7FFFFFFF
+// 31-bit circular sequence arithmetic (spec §1.6). The engine keeps sequence numbers as uint32 and
+// uses these small helpers on its hot paths; they agree with package seqno (seq_test.go checks).
+
+const maxSeq = uint32(seqno.MaxSeq)
 
 // seqOff is the signed distance from a to b (b − a), valid within ±2^30.
 func seqOff(a, b uint32) int32 { return int32((b-a)<<1) >> 1 }
@@ -15,3 +18,5 @@ func seqInc(a uint32) uint32 { return (a + 1) & maxSeq }
 
 // seqDec returns a − 1 modulo 2^31.
 func seqDec(a uint32) uint32 { return (a - 1) & maxSeq }
+
+func seqnoOf(s uint32) seqno.Seq { return seqno.Seq(s & maxSeq) }

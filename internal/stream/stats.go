@@ -25,6 +25,7 @@ type Stats struct {
 	KeepAliveRecv uint64
 	CtrlSent      uint64 // control packets of every type sent
 	Timeouts      uint64 // retransmission timeouts (EXP expiries with data in flight)
+	EncodeErrors  uint64 // control packets our encoder refused (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer

@@ -24,13 +24,12 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		return
 	}
 	e.checkACK(t)
-	e.checkNAK(t)
+	e.checkNAK(t, now)
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
 	}
 	if t-e.lastSend >= e.kaInterval {
-		e.sendCtrl(t, ctrlKeepAlive, 0, nil)
-		e.stats.KeepAliveSent++
+		e.sendKeepAlive(t)
 	}
 }
 
@@ -41,7 +40,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoCount++
 	e.stats.Timeouts++
-	if e.fl.nlost == 0 {
+	if e.sloss.Len() == 0 {
 		if e.rtoCount == 1 {
 			e.addLoss(e.sndLastAck, e.sndLastAck)
 			e.addLoss(e.sndCurrSeq, e.sndCurrSeq)
@@ -64,8 +63,8 @@ func (e *Endpoint) NextTimer() time.Time {
 	if d, ok := e.ackDue(); ok {
 		next = min(next, d)
 	}
-	if e.lossy {
-		next = min(next, e.nakTick+e.nakInterval())
+	if e.rloss.Len() > 0 {
+		next = min(next, e.nakTick+e.nakCheckEvery())
 	}
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())

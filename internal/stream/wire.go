@@ -1,45 +1,73 @@
 package stream
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"time"
 
-// Wire layout helpers (spec §1–2). The engine encodes its few packet shapes in place, straight into
-// the caller's buffers, so the hot path allocates nothing and needs no intermediate values.
-
-// Control packet types (spec §2).
-const (
-	ctrlHandshake  = 0
-	ctrlKeepAlive  = 1
-	ctrlACK        = 2
-	ctrlNAK        = 3
-	ctrlCongestion = 4
-	ctrlShutdown   = 5
-	ctrlACK2       = 6
-	ctrlDropReq    = 7
-	ctrlError      = 8
-	ctrlUser       = 0x7FFF
+	"github.com/udtgo/udt/internal/packet"
 )
 
-const (
-	flagControl = 1 << 31
-	ffSolo      = 3 << 30 // FF = 11: the only packet of its message
-	msgMask     = 0x1FFFFFFF
-	nakRangeBit = 1 << 31
-)
+// Control packets are encoded and decoded with package packet into the Endpoint's scratch
+// buffers; data headers are written in place into the pacer's buffers. Nothing here allocates.
+
+const ffSolo = 3 << 30 // FF = 11: the only packet of its message (spec §1.2)
 
 var be = binary.BigEndian
 
-// putDataHeader writes a data header into b[:16] (spec §1.2).
+// putDataHeader writes a data header into b[:16] (spec §1.2): seq, FF = 11 (solo), O = 0, msg.
 func putDataHeader(b []byte, seq, msg, ts, dst uint32) {
 	be.PutUint32(b[0:], seq&maxSeq)
-	be.PutUint32(b[4:], ffSolo|msg&msgMask)
+	be.PutUint32(b[4:], ffSolo|msg&packet.MaxMsgNo)
 	be.PutUint32(b[8:], ts)
 	be.PutUint32(b[12:], dst)
 }
 
-// putCtrlHeader writes a control header into b[:16] (spec §1.3).
-func putCtrlHeader(b []byte, typ, info, ts, dst uint32) {
-	be.PutUint32(b[0:], flagControl|(typ&0x7FFF)<<16)
-	be.PutUint32(b[4:], info)
-	be.PutUint32(b[8:], ts)
-	be.PutUint32(b[12:], dst)
+// ctrlHeader is the header of every control packet we send.
+func (e *Endpoint) ctrlHeader(t time.Duration) packet.ControlHeader {
+	return packet.ControlHeader{Timestamp: timestamp(t), DstSocketID: e.cfg.PeerID}
+}
+
+// emit hands an encoded control packet to Output.
+func (e *Endpoint) emit(t time.Duration, b []byte, err error) {
+	if err != nil { // our own encoding: cannot happen with the values we build
+		e.stats.EncodeErrors++
+		return
+	}
+	e.cfg.Output(b)
+	e.lastSend = t
+	e.stats.CtrlSent++
+}
+
+func (e *Endpoint) sendKeepAlive(t time.Duration) {
+	p := packet.KeepAlive{ControlHeader: e.ctrlHeader(t)}
+	b, err := p.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+	e.stats.KeepAliveSent++
+}
+
+func (e *Endpoint) sendShutdown(t time.Duration) {
+	p := packet.Shutdown{ControlHeader: e.ctrlHeader(t)}
+	b, err := p.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+}
+
+func (e *Endpoint) sendACK2(t time.Duration, ackSeq uint32) {
+	p := packet.ACK2{ControlHeader: e.ctrlHeader(t), AckSeq: ackSeq}
+	b, err := p.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+	e.stats.ACK2Sent++
+}
+
+func (e *Endpoint) sendACKPacket(t time.Duration, a *packet.ACK) {
+	a.ControlHeader = e.ctrlHeader(t)
+	b, err := a.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+}
+
+// sendNAK sends the ranges in e.nak.Ranges.
+func (e *Endpoint) sendNAK(t time.Duration) {
+	e.nak.ControlHeader = e.ctrlHeader(t)
+	b, err := e.nak.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+	e.stats.NAKSent++
 }
