@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -34,23 +35,19 @@ func RunIperf3(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Dur
 		cli := tb.Command(ctx, HostA, "iperf3", "-c", tb.Addr(HostB).String(), "-B", tb.Addr(HostA).String(),
 			"-p", strconv.Itoa(iperfPort), "-t", secs(dur-warmup), "-O", secs(warmup), "-C", cc, "-J")
 		out, err = cli.Output()
-		if err == nil {
-			break
-		}
 		var probe struct {
 			Error string `json:"error"`
 		}
-		if json.Unmarshal(out, &probe) == nil && probe.Error != "" && !isConnRefused(probe.Error) {
-			return res, fmt.Errorf("iperf3: %s", probe.Error)
+		_ = json.Unmarshal(out, &probe)
+		if !isConnRefused(probe.Error) {
+			break // success, or an error reported below
 		}
+		err = errors.New(probe.Error)
 		select {
 		case <-ctx.Done():
 			return res, ctx.Err()
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-	if err != nil {
-		return res, fmt.Errorf("iperf3 client: %w", err)
 	}
 	var rep struct {
 		Start struct {
@@ -74,11 +71,14 @@ func RunIperf3(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Dur
 		} `json:"end"`
 		Error string `json:"error"`
 	}
-	if err := json.Unmarshal(out, &rep); err != nil {
-		return res, fmt.Errorf("iperf3 JSON: %w", err)
+	if jerr := json.Unmarshal(out, &rep); jerr != nil {
+		return res, fmt.Errorf("iperf3 client: %v (output not JSON: %v)", err, jerr)
 	}
 	if rep.Error != "" {
 		return res, fmt.Errorf("iperf3: %s", rep.Error)
+	}
+	if err != nil {
+		return res, fmt.Errorf("iperf3 client: %w", err)
 	}
 	res.Goodput = rep.End.SumReceived.BitsPerSecond
 	res.Bytes = int64(rep.End.SumReceived.Bytes)

@@ -55,7 +55,7 @@ func parseFlags(args []string) (*options, error) {
 	rate := fs.String("rate", "100mbit", "bottleneck rate toward each host, IP bytes (tc units: 100mbit, 1gbit; 0 = unshaped)")
 	fs.DurationVar(&o.cfg.RTT, "rtt", 100*time.Millisecond, "round-trip propagation delay added by the delay line")
 	fs.Float64Var(&o.cfg.Loss, "loss", 0, "random loss of forwarded packets, percent, per direction")
-	fs.DurationVar(&o.cfg.Queue, "queue", 0, "router buffer toward each host as time at -rate (0 = max(rtt, 5ms))")
+	fs.DurationVar(&o.cfg.Queue, "queue", 0, "router buffer toward each host as time at -rate (0 = max(rtt, 20ms))")
 	fs.StringVar(&o.measure, "measure", "full", "self-measurement before the run: full, quick or none")
 	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (iperf3 if installed), iperf3, builtin")
 	fs.DurationVar(&o.serverWait, "server-wait", 500*time.Millisecond, "time between starting the server on B and the client on A")

@@ -65,23 +65,26 @@ const probePort = 5301
 const probeSize = 64
 
 // ProbeLoss sends n numbered UDP probes from A to B at pps per second and
-// returns the fraction in percent that B did not receive (one direction).
-func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, err error) {
+// returns the fraction in percent that B did not receive (one direction) and
+// how many arrived after a higher-numbered one (the path must not reorder).
+func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, reordered int, err error) {
 	var sink *net.UDPConn
 	laddr := net.UDPAddrFromAddrPort(netip.AddrPortFrom(tb.Addr(HostB), probePort))
 	if err := inNS(tb.NS(HostB), func() (err error) {
 		sink, err = net.ListenUDP("udp4", laddr)
 		return err
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer sink.Close()
 	forceBuffer(sink, unix.SO_RCVBUFFORCE, 8<<20)
 
-	got := make(chan int, 1)
+	type counts struct{ recv, reordered int }
+	got := make(chan counts, 1)
 	go func() {
 		seen := make([]bool, n)
-		count := 0
+		var c counts
+		last := -1
 		buf := make([]byte, 2048)
 		for {
 			m, err := sink.Read(buf)
@@ -91,11 +94,15 @@ func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, e
 			if m >= 4 {
 				if i := int(binary.BigEndian.Uint32(buf)); i < n && !seen[i] {
 					seen[i] = true
-					count++
+					c.recv++
+					if i < last {
+						c.reordered++
+					}
+					last = max(last, i)
 				}
 			}
 		}
-		got <- count
+		got <- c
 	}()
 
 	var src *net.UDPConn
@@ -103,7 +110,7 @@ func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, e
 		src, err = net.DialUDP("udp4", nil, laddr)
 		return err
 	}); err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer src.Close()
 	forceBuffer(src, unix.SO_SNDBUFFORCE, 8<<20)
@@ -119,7 +126,7 @@ func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, e
 		case <-ctx.Done():
 			sink.Close()
 			<-got
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-tick.C:
 		}
 		for j := 0; j < perTick && sent < n; j++ {
@@ -130,15 +137,15 @@ func ProbeLoss(ctx context.Context, tb *Testbed, n, pps int) (lossPct float64, e
 				}
 				sink.Close()
 				<-got
-				return 0, fmt.Errorf("probe send: %w", err)
+				return 0, 0, fmt.Errorf("probe send: %w", err)
 			}
 			sent++
 		}
 	}
 	// Late probes: one-way delay plus queueing, with margin.
 	sink.SetReadDeadline(time.Now().Add(tb.RTT + 500*time.Millisecond))
-	recv := <-got
-	return float64(n-recv) / float64(n) * 100, nil
+	c := <-got
+	return float64(n-c.recv) / float64(n) * 100, c.reordered, nil
 }
 
 func forceBuffer(c *net.UDPConn, opt, size int) {

@@ -42,7 +42,8 @@ func planFor(mode string, rtt time.Duration) measurePlan {
 // SelfMeasure measures the link as configured and returns one Check per
 // quantity: ping RTT (median, ±5 % or ±0.5 ms whichever is larger), TCP
 // goodput at 0 % loss (loss is switched off meanwhile; ±5 % of -rate) and
-// one-way UDP loss (±30 % relative; at 0 % at most 0.01 %).
+// one-way UDP loss (±30 % relative; at 0 % at most 0.01 %; no probe may
+// arrive out of order).
 func SelfMeasure(ctx context.Context, tb *Testbed, mode, tcpTool string, log io.Writer) ([]Check, error) {
 	p := planFor(mode, tb.RTT)
 	var checks []Check
@@ -91,14 +92,14 @@ func SelfMeasure(ctx context.Context, tb *Testbed, mode, tcpTool string, log io.
 	checks = append(checks, c)
 
 	n, pps := probePlan(tb.Config, p)
-	lp, err := ProbeLoss(ctx, tb, n, pps)
+	lp, reordered, err := ProbeLoss(ctx, tb, n, pps)
 	if err != nil {
 		return checks, err
 	}
 	c = Check{
 		Name:     fmt.Sprintf("loss A→B (%d UDP probes)", n),
 		Set:      fmt.Sprintf("%.3f %%", tb.Loss),
-		Measured: fmt.Sprintf("%.3f %%", lp),
+		Measured: fmt.Sprintf("%.3f %%, %d reordered", lp, reordered),
 	}
 	if tb.Loss > 0 {
 		c.Tolerance = "±30 % rel."
@@ -107,6 +108,8 @@ func SelfMeasure(ctx context.Context, tb *Testbed, mode, tcpTool string, log io.
 		c.Tolerance = "≤ 0.01 %"
 		c.OK = lp <= 0.01
 	}
+	c.Tolerance += ", in order"
+	c.OK = c.OK && reordered == 0
 	checks = append(checks, c)
 	return checks, nil
 }
@@ -137,7 +140,7 @@ func fmtDur(d time.Duration) string {
 // checkable quantity is out of tolerance.
 func printChecks(w io.Writer, checks []Check) bool {
 	all := true
-	fmt.Fprintf(w, "%-44s %-14s %-28s %-14s %s\n", "self-measurement", "set", "measured", "tolerance", "ok")
+	fmt.Fprintf(w, "%-42s %-14s %-28s %-22s %s\n", "self-measurement", "set", "measured", "tolerance", "ok")
 	for _, c := range checks {
 		ok := "yes"
 		switch {
@@ -146,7 +149,7 @@ func printChecks(w io.Writer, checks []Check) bool {
 		case !c.OK:
 			ok, all = "NO", false
 		}
-		fmt.Fprintf(w, "%-44s %-14s %-28s %-14s %s\n", c.Name, c.Set, c.Measured, c.Tolerance, ok)
+		fmt.Fprintf(w, "%-42s %-14s %-28s %-22s %s\n", c.Name, c.Set, c.Measured, c.Tolerance, ok)
 	}
 	return all
 }

@@ -53,6 +53,8 @@ const (
 // Testbed is a running emulated path A ⇄ R ⇄ B. Close removes everything.
 type Testbed struct {
 	Config
+	// Stale lists namespaces of killed earlier runs that New removed.
+	Stale []string
 	ns    [3]string
 	delay *delayProc
 
@@ -111,8 +113,7 @@ func New(ctx context.Context, cfg Config) (_ *Testbed, err error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cleanStale(ctx)
-	tb := &Testbed{Config: cfg}
+	tb := &Testbed{Config: cfg, Stale: cleanStale(ctx)}
 	pid := strconv.Itoa(os.Getpid())
 	// A per-process counter keeps several testbeds of one process apart.
 	seq := strconv.FormatUint(uint64(tbSeq.Add(1)), 10)
@@ -265,12 +266,14 @@ func (tb *Testbed) DelayStats() (DelayLineStats, error) { return tb.delay.Stats(
 
 // Command returns a command that runs name with args inside host h's
 // namespace. Its environment gains TESTBED_A and TESTBED_B (the hosts'
-// addresses). It runs in its own process group and gets SIGKILL if the
+// addresses) and TESTBED_NS_A, TESTBED_NS_R, TESTBED_NS_B (the namespace
+// names, e.g. for `ip netns exec $TESTBED_NS_R tc -s qdisc`). It runs in its own process group and gets SIGKILL if the
 // testbed process dies; cancelling ctx sends SIGTERM to its group (SIGKILL
 // 3 s later). Start it with Testbed.Start so that Close can kill it too.
 func (tb *Testbed) Command(ctx context.Context, h Host, name string, args ...string) *exec.Cmd {
 	cmd := nsCommand(ctx, tb.ns[h], name, args...)
-	cmd.Env = append(os.Environ(), "TESTBED_A="+addrA.String(), "TESTBED_B="+addrB.String())
+	cmd.Env = append(os.Environ(), "TESTBED_A="+addrA.String(), "TESTBED_B="+addrB.String(),
+		"TESTBED_NS_A="+tb.ns[HostA], "TESTBED_NS_R="+tb.ns[Router], "TESTBED_NS_B="+tb.ns[HostB])
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
 	cmd.WaitDelay = 3 * time.Second

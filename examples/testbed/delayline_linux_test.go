@@ -1,0 +1,41 @@
+//go:build linux
+
+package main
+
+import (
+	"testing"
+)
+
+func TestFIFOOrderAcrossGrowth(t *testing.T) {
+	var q fifo
+	next, want := 0, 0
+	// Interleave pushes and pops so the ring wraps before it grows.
+	for round := 0; round < 50; round++ {
+		for i := 0; i < 3*round+1; i++ {
+			q.push(heldPacket{due: int64(next)})
+			next++
+		}
+		for i := 0; i < 2*round && q.size > 0; i++ {
+			if got := q.pop().due; got != int64(want) {
+				t.Fatalf("pop = %d, want %d", got, want)
+			}
+			want++
+		}
+	}
+	for q.size > 0 {
+		if got := q.pop().due; got != int64(want) {
+			t.Fatalf("drain pop = %d, want %d", got, want)
+		}
+		want++
+	}
+	if want != next {
+		t.Fatalf("popped %d, pushed %d", want, next)
+	}
+}
+
+func TestLateSummary(t *testing.T) {
+	s := DelayLineStats{Late: [6]uint64{5, 0, 2, 0, 0, 1}}
+	if got, want := s.LateSummary(), "early/on time 5, ≤1ms 2, >100ms 1"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+}
