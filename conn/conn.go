@@ -27,7 +27,7 @@ type Conn struct {
 	mss    int    // negotiated
 
 	hsReply []byte // the handshake answer we sent (listener side), re-sent on a repeated request
-	onClose func()  // set by the Listener that made the connection, run once by Close
+	onClose func() // set by the Listener that made the connection, run once by Close
 
 	mu      sync.Mutex // guards ep and the fields below
 	ep      *stream.Endpoint

@@ -224,5 +224,3 @@ func checkResponse(hs *packet.Handshake, isn uint32, cfg *Config) (connParams, e
 		peerFlowWindow: min(int(hs.FlowWindow), cfg.FlowWindow),
 	}, nil
 }
-
-

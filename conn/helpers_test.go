@@ -27,6 +27,13 @@ func simConns(t *testing.T, p *simnet.Pair, cfg *Config) (client, server *Conn) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer ln.Close()
+	return simConnsOn(t, p, ln, cfg)
+}
+
+// simConnsOn is simConns with the caller's Listener on p.B, which it leaves open.
+func simConnsOn(t *testing.T, p *simnet.Pair, ln *Listener, cfg *Config) (client, server *Conn) {
+	t.Helper()
 	accepted := make(chan *Conn, 1)
 	go func() {
 		c, err := ln.AcceptUDT(context.Background())
@@ -36,13 +43,11 @@ func simConns(t *testing.T, p *simnet.Pair, cfg *Config) (client, server *Conn) 
 		}
 		accepted <- c
 	}()
-	client, err = DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), cfg)
+	client, err := DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), cfg)
 	if err != nil {
-		ln.Close()
 		t.Fatalf("dial: %v", err)
 	}
 	server = <-accepted
-	ln.Close()
 	if server == nil {
 		client.Close()
 		t.Fatal("accept failed")

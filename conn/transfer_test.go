@@ -20,13 +20,13 @@ func TestTransferSimnet(t *testing.T) {
 		t.Run(fmt.Sprintf("loss=%g%%", loss*100), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				link := simnet.LinkConfig{
-					Delay:     5 * time.Millisecond,
-					Rate:      400e6,
-					Overhead:  28,
+					Delay:      5 * time.Millisecond,
+					Rate:       400e6,
+					Overhead:   28,
 					QueueBytes: 2 << 20,
-					Loss:      loss,
-					Reorder:   loss / 2,
-					Duplicate: loss / 2,
+					Loss:       loss,
+					Reorder:    loss / 2,
+					Duplicate:  loss / 2,
 				}
 				p := simnet.NewPair(uint64(loss*1000)+1, link, link)
 				defer p.Close()
