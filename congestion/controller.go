@@ -1,8 +1,25 @@
 // Package congestion holds udt's congestion controllers: the Controller interface (shaped after
-// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm and a fixed-rate controller.
+// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm (Native, spec §5) and a
+// fixed-rate controller for benchmarks (Fixed).
 //
 // A controller only computes: it is told events with the time passed in and answers with a packet
-// send period (STP) and a congestion window. It never reads a clock, sleeps or sends.
+// send period (STP) and a congestion window. It never reads a clock, sleeps or sends, so it can be
+// tested as a timeline of events, and the same code runs under testing/synctest and in real time.
+//
+// # How a connection drives a controller
+//
+// A connection gets a fresh Controller from its Factory (NativeFactory by default; ParseSpec turns
+// a command-line name such as "udt" or "fixed:500mbit" into one), calls Init once, then one event
+// method at a time from one goroutine, and reads State after each event (UDT's CCUpdate, spec
+// §5.5): the period paces the sender, min(Window, flow window) bounds the packets in flight, and
+// the optional fields set the receiver's ACK timer, ACK interval and the retransmission timeout.
+// A cap on the sending rate (Config.MaxBandwidth, UDT_MAXBW) is applied by wrapping the controller
+// with WithMaxBandwidth, or by clamping the period to MinPeriod.
+//
+// # Custom controllers
+//
+// Any type with the seven methods of Controller is a controller; see the example of a window-based
+// AIMD. Sequence numbers are 31-bit and wrap (spec §1.6): compare them with circular arithmetic.
 package congestion
 
 import "time"
@@ -14,7 +31,10 @@ type Params struct {
 	ISN        uint32 // the sender's initial sequence number (31 bits)
 }
 
-// ACK is a full or light acknowledgement as the sender sees it (spec §2.3, §6.3).
+// ACK is an acknowledgement as the sender sees it (spec §2.3, §6.3). As in UDT4, only ACKs that
+// advance the acknowledged sequence number reach a controller; light ACKs carry no measurements. A
+// zero RTT, RecvRate or Bandwidth means "no value"; the native controller then keeps the previous
+// one.
 type ACK struct {
 	Seq       uint32        // the ACK number: the first sequence number not yet received (31 bits)
 	RTT       time.Duration // the sender's smoothed RTT after this ACK (spec §4.2)
@@ -33,7 +53,8 @@ type Loss struct {
 	CurrSeq uint32  // the largest sequence number sent so far
 }
 
-// State is what a controller decides. conn reads it after every event.
+// State is what a controller decides. conn reads it after every event; zero optional fields
+// leave the connection's defaults in place.
 type State struct {
 	// Period is the packet send period (STP): the gap between two data packets' departures.
 	// 0 means no rate limit.
