@@ -51,7 +51,7 @@ const (
 //   - Timeout (§5.4): ends slow start as a loss does; otherwise nothing (the reference's "STP×2"
 //     is commented out; conn still retransmits everything unacknowledged, §4.5).
 //
-// The state reported: Period = STP, Window = cwnd (≥ 16 packets), ACKPeriod = SYN.
+// The state reported: Period = STP, Window = cwnd (16 to NoWindowLimit packets), ACKPeriod = SYN.
 //
 // Inputs: ACK.RTT is the sender's smoothed RTT and ACK.RecvRate, ACK.Bandwidth the 7/8-smoothed
 // receiver estimates of spec §6.3. A zero (or negative) value means "no new value" and keeps the
@@ -78,8 +78,8 @@ const (
 //   - STP is capped at 1 s (1 packet/s) so that Period always fits a time.Duration; the reference
 //     lets repeated decreases grow it without bound. The reported Window is capped at
 //     NoWindowLimit (2^30 packets), the most 31-bit sequence numbers can order.
-//   - Hostile or stale inputs cannot corrupt the state: an ACK number that is not after the last
-//     one adds nothing to cwnd (the reference's seqlen would add ≈ 2^31), a loss report without
+//   - Hostile or stale inputs cannot corrupt the state: an ACK number before the last one adds
+//     nothing to cwnd (the reference's seqlen would add ≈ 2^31), a loss report without
 //     ranges is ignored (the reference reads past the list), and RTT is used with ns resolution
 //     instead of integer µs.
 //
