@@ -55,6 +55,12 @@ type Config struct {
 	// Use "gotimer" under testing/synctest.
 	Pacer string
 
+	// StrictPacing turns off catch-up in the release schedule: each data packet waits a full send
+	// period after the previous one actually left, as a sender on a coarse timer does (a 1 ms
+	// timer then caps the rate near 1000 packets/s). For experiments and pacerbench-style
+	// comparisons; default off (late packets catch up in bounded bursts).
+	StrictPacing bool
+
 	// Congestion makes the congestion controller of each connection. Default: UDT's native DAIMD
 	// (congestion.NativeFactory).
 	Congestion congestion.Factory

@@ -98,6 +98,7 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		Controller:     ctl,
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
+		StrictPacing:   cfg.StrictPacing,
 		Start:          now,
 		Output:         c.output,
 	}, now)

@@ -28,9 +28,10 @@ type mux struct {
 	ownPC bool         // the mux opened pc and closes it
 	local net.Addr
 
-	waiter pacer.Waiter // the data pacer's backend
-	send   *pacer.Pacer // releases data packets at their departure times
-	timers *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
+	waiter    pacer.Waiter // the data pacer's backend
+	pacerName string       // its name
+	send      *pacer.Pacer // releases data packets at their departure times
+	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
 	// sendBufs are packet buffers used only by the data pacer goroutine.
 	sendBufs [][]byte
@@ -94,6 +95,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		ownPC:      own,
 		local:      pc.LocalAddr(),
 		waiter:     w,
+		pacerName:  cfg.Pacer,
 		send:       pacer.New(w, pacer.Config{Burst: sendBatch}),
 		timers:     pacer.New(tw, pacer.Config{}),
 		conns:      make(map[uint32]*Conn),

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/internal/stream"
+	"github.com/udtgo/udt/pacer"
 )
 
 // Stats are a connection's performance counters, after UDT4's perfmon (spec §7.4), plus byte
@@ -69,6 +70,14 @@ func (c *Conn) Stats() Stats {
 	c.mu.Unlock()
 	return statsFrom(&s, c.foreignDrops.Load())
 }
+
+// PacerStats returns the statistics of the pacer goroutine that times this connection's data
+// packets: wakes, lateness (µs) and packets per wake. The pacer is shared by every connection
+// on the same UDP socket (a Listener's accepted connections share one).
+func (c *Conn) PacerStats() pacer.Stats { return c.mux.send.Stats() }
+
+// PacerName is the pacer backend in use on this connection's socket (Config.Pacer).
+func (c *Conn) PacerName() string { return c.mux.pacerName }
 
 func statsFrom(s *stream.Stats, foreign uint64) Stats {
 	return Stats{
