@@ -6,8 +6,10 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/arrival"
 	"github.com/udtgo/udt/internal/losslist"
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/rtt"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -37,9 +39,8 @@ type Endpoint struct {
 	ccACKPeriod    time.Duration
 	ccACKInterval  int
 	ccRTO          time.Duration
-	pairNext       bool // the previous packet opened a packet pair: the next leaves at once
-	recvRate       int  // smoothed receiver packet arrival speed (packets/s, spec §6.3)
-	bandwidth      int  // smoothed link capacity (packets/s)
+	pairNext       bool              // the previous packet opened a packet pair: the next leaves at once
+	peerRates      arrival.PeerRates // smoothed receiver estimates from full ACKs (spec §6.3)
 	rtoBase        time.Duration
 	rtoCount       int
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
@@ -49,22 +50,21 @@ type Endpoint struct {
 	// Receiver (spec §4.4).
 	rcv            recvBuffer
 	rloss          *losslist.Receiver
-	rcvCap         int    // RecvBuffer in packets: the acceptance window
-	rcvBase        uint32 // first sequence number not yet consumed by Read
-	readOff        int    // bytes of rcvBase's payload already read
-	rcvNext        uint32 // first missing sequence number: the ACK number
-	lrsn           uint32 // largest received sequence number
-	rcvLastAck     uint32 // ACK number of the last full or medium ACK sent
-	rcvLastAckAck  uint32 // largest ACK number confirmed by an ACK2
-	ackSeqNo       uint32
+	rcvCap         int           // RecvBuffer in packets: the acceptance window
+	rcvBase        uint32        // first sequence number not yet consumed by Read
+	readOff        int           // bytes of rcvBase's payload already read
+	rcvNext        uint32        // first missing sequence number: the ACK number
+	lrsn           uint32        // largest received sequence number
+	rcvLastAck     uint32        // ACK number of the last full or medium ACK sent
+	rcvLastAckAck  uint32        // largest ACK number confirmed by an ACK2
 	lastACKTime    time.Duration // last full or medium ACK sent
 	lastFullACK    time.Duration
 	ackForce       bool // an ACK is due at once (short packet, controller interval)
 	pktsSinceACK   int
 	pktsSinceLight int
 	advertised     int // flow window in the last ACK sent
-	acks           ackWindow
-	arrivals       arrivalWindow
+	acks           *rtt.History
+	arrivals       *arrival.Estimator
 	nakTick        time.Duration // last periodic NAK check
 	nak            packet.NAK
 	dueRanges      []losslist.Range
@@ -99,8 +99,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 		rcvCap:      cfg.RecvBuffer,
 		flowWindow:  cfg.PeerFlowWindow,
 		msgNo:       1,
-		recvRate:    16, // UDT4's initial smoothing values (spec §5.1)
-		bandwidth:   1,
+		peerRates:   arrival.NewPeerRates(),
 		ctrl:        make([]byte, 0, cfg.MSS-udpIPOverhead),
 		nakRanges:   make([]packet.SeqRange, 0, maxRanges),
 		lossRanges:  make([]congestion.Range, 0, maxRanges),
@@ -127,7 +126,8 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.rcvLastAck = cfg.PeerISN
 	e.rcvLastAckAck = cfg.PeerISN
 	e.advertised = cfg.RecvBuffer
-	e.arrivals.init()
+	e.arrivals = arrival.New(now)
+	e.acks = rtt.NewHistory(ackHistory)
 
 	e.rtt.init()
 	e.lastRecv, e.lastSend = t, t
@@ -287,7 +287,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		e.onControl(t, now, b)
 	}
 	if e.active() {
-		e.checkACK(t)
+		e.checkACK(t, now)
 	}
 }
 
@@ -309,7 +309,7 @@ func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
 			return
 		}
 	case packet.TypeACK2:
-		e.onACK2(t, info)
+		e.onACK2(now, info)
 	case packet.TypeShutdown:
 		e.peerClosed = true
 	case packet.TypeErrorSignal:

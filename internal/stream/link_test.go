@@ -65,17 +65,20 @@ func (h *pktHeap) Pop() any {
 
 // link is a deterministic two-endpoint network stepped in virtual time.
 type link struct {
-	now   time.Time
-	rng   *rand.Rand
-	rules [2]linkRules // rules[i]: packets sent by endpoint i
-	ep    [2]*Endpoint
-	q     pktHeap
-	n     uint64
-	busy  [2]time.Time // serialisation: when the link from i is free
-	inQ   [2]int
-	sent  [2]int
-	lost  [2]int
-	pool  [][]byte
+	now       time.Time
+	rng       *rand.Rand
+	rules     [2]linkRules // rules[i]: packets sent by endpoint i
+	ep        [2]*Endpoint
+	q         pktHeap
+	n         uint64
+	busy      [2]time.Time // serialisation: when the link from i is free
+	inQ       [2]int
+	sent      [2]int
+	lost      [2]int
+	pool      [][]byte
+	wakes     [2]int                     // OnTimer calls per endpoint
+	delivered [2]time.Time               // last delivery to each endpoint
+	inject    func(i int, now time.Time) // called every step, may feed packets to ep[i]
 }
 
 func newLink(seed uint64, r0, r1 linkRules) *link {
@@ -210,6 +213,10 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 		if !l.now.Before(until) {
 			return false
 		}
+		if l.inject != nil {
+			l.inject(0, l.now)
+			l.inject(1, l.now)
+		}
 		// Deliver.
 		for len(l.q) > 0 && !l.q[0].at.After(l.now) {
 			p := heap.Pop(&l.q).(inflightPkt)
@@ -217,11 +224,13 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 				l.inQ[1-p.to]--
 			}
 			l.ep[p.to].HandlePacket(l.now, p.buf)
+			l.delivered[p.to] = l.now
 			l.pool = append(l.pool, p.buf)
 		}
 		// Timers and departures.
 		for i, e := range l.ep {
 			if d := e.NextTimer(); !d.IsZero() && !d.After(l.now) {
+				l.wakes[i]++
 				e.OnTimer(l.now)
 			}
 			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {

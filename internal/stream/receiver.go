@@ -17,7 +17,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.lastRecv = t
 	e.stats.PktRecv++
 	e.cc.OnPacketReceived(now, seq, len(b))
-	e.arrivals.onData(t, seq)
+	e.arrivals.OnArrival(now, seqnoOf(seq))
 	off := seqOff(e.rcvBase, seq)
 	if off < 0 {
 		e.stats.Drops.Duplicate++
@@ -104,23 +104,15 @@ func (e *Endpoint) ackDue() (time.Duration, bool) {
 }
 
 // checkACK sends the timer ACK if it is due.
-func (e *Endpoint) checkACK(t time.Duration) {
+func (e *Endpoint) checkACK(t time.Duration, now time.Time) {
 	if d, ok := e.ackDue(); ok && d <= t {
-		e.sendACK(t)
+		e.sendACK(t, now)
 	}
-}
-
-func (e *Endpoint) nextAckSeqNo() uint32 {
-	e.ackSeqNo = (e.ackSeqNo + 1) & maxSeq
-	if e.ackSeqNo == 0 {
-		e.ackSeqNo = 1 // 0 marks a light ACK
-	}
-	return e.ackSeqNo
 }
 
 // sendACK sends a full ACK (6 words) if SYN has passed since the last one, else a medium ACK
 // (4 words), and records it for the ACK2 RTT sample (spec §2.3).
-func (e *Endpoint) sendACK(t time.Duration) {
+func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	e.ackForce = false
 	e.pktsSinceACK = 0
 	e.pktsSinceLight = 0
@@ -131,17 +123,16 @@ func (e *Endpoint) sendACK(t time.Duration) {
 	}
 	free := max(e.rcvCap-int(seqOff(e.rcvBase, ack)), 2)
 	e.ack = packet.ACK{
-		AckSeq: e.nextAckSeqNo(), Form: packet.ACKMedium, AckNo: ack,
+		AckSeq: e.acks.Store(seqnoOf(ack), now), Form: packet.ACKMedium, AckNo: ack,
 		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
 		AvailBuf: uint32(free),
 	}
 	if t-e.lastFullACK >= SYN {
 		e.ack.Form = packet.ACKFull
-		e.ack.RecvRate, e.ack.Capacity = e.arrivals.speed(), e.arrivals.bandwidth()
+		e.ack.RecvRate, e.ack.Capacity = uint32(e.arrivals.RecvSpeed()), uint32(e.arrivals.Bandwidth())
 		e.lastFullACK = t
 	}
 	e.sendACKPacket(t, &e.ack)
-	e.acks.store(e.ackSeqNo, ack, t)
 	e.lastACKTime = t
 	e.advertised = free
 	e.stats.ACKSent++
@@ -161,9 +152,9 @@ func (e *Endpoint) maybeWindowUpdate() {
 	t := max(e.lastRecv, e.lastSend) // Read has no clock: stamp with the latest known time
 	ack := e.rcvNext
 	e.rcvLastAck = ack
-	// Not recorded in the ACK history: without a clock its RTT sample would be wrong.
+	// Recorded in the ACK history at the stamped time: its RTT sample can only be too long.
 	e.ack = packet.ACK{
-		AckSeq: e.nextAckSeqNo(), Form: packet.ACKMedium, AckNo: ack,
+		AckSeq: e.acks.Store(seqnoOf(ack), e.at(t)), Form: packet.ACKMedium, AckNo: ack,
 		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
 		AvailBuf: uint32(free),
 	}
@@ -174,16 +165,16 @@ func (e *Endpoint) maybeWindowUpdate() {
 }
 
 // onACK2 takes an RTT sample from the ACK it confirms (spec §2.5).
-func (e *Endpoint) onACK2(t time.Duration, ackNo uint32) {
-	rec, ok := e.acks.take(ackNo)
+func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
+	sample, ack, ok := e.acks.Acknowledge(ackNo, now)
 	if !ok {
 		e.stats.Drops.UnknownACK2++
 		return
 	}
 	e.stats.ACK2Recv++
-	e.rtt.sample(t - rec.at)
-	if seqOff(e.rcvLastAckAck, rec.ack) > 0 {
-		e.rcvLastAckAck = rec.ack
+	e.rtt.sample(sample)
+	if seqOff(e.rcvLastAckAck, uint32(ack)) > 0 {
+		e.rcvLastAckAck = uint32(ack)
 	}
 }
 

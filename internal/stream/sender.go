@@ -169,20 +169,13 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		return true // a repeated or reordered ACK
 	}
 	e.sndLastDataAck = ack
-	if rtt := int32(a.RTT); rtt > 0 {
-		e.rtt.sample(time.Duration(rtt) * time.Microsecond)
-	}
+	e.rtt.peerField(a.RTT, a.RTTVar)
 	if a.Form == packet.ACKFull {
-		if r := int32(a.RecvRate); r > 0 {
-			e.recvRate = (7*e.recvRate + int(r)) / 8
-		}
-		if bw := int32(a.Capacity); bw > 0 {
-			e.bandwidth = (7*e.bandwidth + int(bw)) / 8
-		}
+		e.peerRates.OnFullACK(a.RecvRate, a.Capacity)
 	}
 	e.cc.OnACK(now, congestion.ACK{
 		Seq: ack, RTT: e.rtt.rtt, RTTVar: e.rtt.rttVar,
-		RecvRate: e.recvRate, Bandwidth: e.bandwidth, CurrSeq: e.sndCurrSeq,
+		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: e.sndCurrSeq,
 	})
 	e.applyCC()
 	return true

@@ -67,9 +67,9 @@ func (e *Endpoint) Stats() Stats {
 	s.FlowWindow = e.flowWindow
 	s.CongestionWindow = e.cwnd
 	s.FlightSize = e.inFlight()
-	s.Bandwidth = e.bandwidth
-	s.RecvRate = e.recvRate
-	s.LocalRecvRate = int(e.arrivals.speed())
+	s.Bandwidth = e.peerRates.Bandwidth
+	s.RecvRate = e.peerRates.RcvRate
+	s.LocalRecvRate = e.arrivals.RecvSpeed()
 	s.SendBufferFree = e.snd.free()
 	s.RecvBufferFree = e.rcvCap - int(seqOff(e.rcvBase, e.rcvNext))
 	return s

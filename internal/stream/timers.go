@@ -23,7 +23,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.err = &PeerIdleError{Idle: idle}
 		return
 	}
-	e.checkACK(t)
+	e.checkACK(t, now)
 	e.checkNAK(t, now)
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
