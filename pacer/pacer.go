@@ -176,18 +176,14 @@ func (p *Pacer) run(started chan<- struct{}) {
 	close(started)
 
 	var (
-		woke      bool // a Wait returned and its wake has not been accounted yet
-		wokeEarly bool // ... and Wake ended it
-		cycle     bool // a Release ran since the last Wait
-		cycleSent uint64
+		cycle     bool   // a Release ran since the last Wait
+		cycleSent uint64 // packets released since the last Wait
 	)
+	// The loop holds p.mu at the top of each iteration, with now freshly read (before locking,
+	// so the clock, which may take its own lock, is never called under p.mu).
+	now := p.now()
+	p.mu.Lock()
 	for {
-		now := p.now()
-		p.mu.Lock()
-		if woke {
-			p.stats.wake(wokeEarly)
-			woke = false
-		}
 		if p.closed {
 			p.mu.Unlock()
 			return
@@ -205,11 +201,11 @@ func (p *Pacer) run(started chan<- struct{}) {
 			}
 			p.waiting, p.waitDeadline = true, deadline
 			p.mu.Unlock()
-			wokeEarly = p.w.Wait(deadline)
-			woke = true
+			woken := p.w.Wait(deadline)
+			now = p.now()
 			p.mu.Lock()
 			p.waiting = false
-			p.mu.Unlock()
+			p.stats.wake(woken)
 			continue
 		}
 		h := p.heap.pop()
@@ -219,6 +215,7 @@ func (p *Pacer) run(started chan<- struct{}) {
 
 		sent, next := h.f.Release(now, p.burst)
 
+		after := p.now()
 		p.mu.Lock()
 		p.running = nil
 		if h.removed {
@@ -230,13 +227,11 @@ func (p *Pacer) run(started chan<- struct{}) {
 			}
 			p.requeue(h, next)
 		}
-		if sent < 0 {
-			sent = 0
-		}
+		sent = max(sent, 0)
 		p.stats.release(uint64(sent), scheduled, now)
 		cycle = true
 		cycleSent += uint64(sent)
-		p.mu.Unlock()
+		now = after
 	}
 }
 
