@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-func mustListen(t *testing.T, n *Network, addr string) *Conn {
+func listenT(t *testing.T, n *Network, addr string) *Conn {
 	t.Helper()
 	c, err := n.Listen(addr)
 	if err != nil {
@@ -24,8 +24,8 @@ func TestSharedBottleneck(t *testing.T) {
 		back := n.NewLink(LinkConfig{Delay: 10 * time.Millisecond})
 		n.Route("198.18.0.0/24", "198.18.1.0/24", bott)
 		n.Route("198.18.1.0/24", "198.18.0.0/24", back)
-		c1, c2 := mustListen(t, n, "198.18.0.1:1000"), mustListen(t, n, "198.18.0.2:1000")
-		s1, s2 := mustListen(t, n, "198.18.1.1:1"), mustListen(t, n, "198.18.1.1:2")
+		c1, c2 := listenT(t, n, "198.18.0.1:1000"), listenT(t, n, "198.18.0.2:1000")
+		s1, s2 := listenT(t, n, "198.18.1.1:1"), listenT(t, n, "198.18.1.1:2")
 
 		const count = 500
 		go send(t, c1, s1.LocalAddr(), count, 1500, time.Millisecond)
@@ -85,9 +85,9 @@ func TestMultiHopRoutes(t *testing.T) {
 		core := n.NewLink(LinkConfig{Delay: 5 * time.Millisecond, Rate: 12_000_000})
 		n.Route("198.18.0.0/15", "198.18.1.0/24", access1, core)
 		n.Route("198.18.0.2", "198.18.1.0/24", access2, core)
-		c1, c2 := mustListen(t, n, "198.18.0.1:1"), mustListen(t, n, "198.18.0.2:1")
-		s := mustListen(t, n, "198.18.1.1:1")
-		other := mustListen(t, n, "198.18.2.1:1") // no route: direct
+		c1, c2 := listenT(t, n, "198.18.0.1:1"), listenT(t, n, "198.18.0.2:1")
+		s := listenT(t, n, "198.18.1.1:1")
+		other := listenT(t, n, "198.18.2.1:1") // no route: direct
 
 		start := time.Now()
 		send(t, c1, s.LocalAddr(), 1, 1500, 0)
@@ -139,4 +139,83 @@ func TestRules(t *testing.T) {
 			t.Errorf("DroppedRule %d, %d; want 2, 2", a.DroppedRule, b.DroppedRule)
 		}
 	})
+}
+
+// The congestion tests' setup: two flows on a 100 Mbit/s, 20 ms RTT dumbbell.
+func TestDumbbell(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const rate = 100_000_000
+		rtt := 20 * time.Millisecond
+		d := NewDumbbell(1, 2,
+			LinkConfig{Rate: rate, Delay: rtt / 2, QueueBytes: BDP(rate, rtt)},
+			LinkConfig{Delay: rtt / 2})
+		defer d.Close()
+		if BDP(rate, rtt) != 250_000 {
+			t.Fatalf("BDP = %d, want 250000", BDP(rate, rtt))
+		}
+		// Each flow offers 100 Mbit/s: 1250 bytes every 100 µs, for 2000 packets.
+		const count = 2000
+		for i := range 2 {
+			go send(t, d.Left[i], d.Right[i].LocalAddr(), count, 1250, 100*time.Microsecond)
+		}
+		res := make(chan []arrival)
+		for i := range 2 {
+			go func() { res <- drain(t, d.Right[i], 50*time.Millisecond) }()
+		}
+		a, b := <-res, <-res
+		all := append(append([]arrival(nil), a...), b...)
+		first, last := all[0].at, all[0].at
+		for _, x := range all {
+			first, last = minTime(first, x.at), maxTime(last, x.at)
+		}
+		// 1250 bytes at 100 Mbit/s = 100 µs: the bottleneck runs at exactly its rate.
+		if span, want := last.Sub(first), time.Duration(len(all)-1)*100*time.Microsecond; span != want {
+			t.Errorf("%d packets over %v, want %v (100 µs each)", len(all), span, want)
+		}
+		st := d.Forward.Stats()
+		if st.DroppedQueue == 0 || st.MaxQueuedBytes != 250_000 {
+			t.Errorf("offered 2× the rate but queue stats %+v", st)
+		}
+		if min(len(a), len(b)) < len(all)*2/5 {
+			t.Errorf("unfair split %d / %d", len(a), len(b))
+		}
+		// 20 ms RTT: a reply takes exactly 10 ms back.
+		start := time.Now()
+		d.Right[1].WriteTo([]byte("ack"), d.Left[1].LocalAddr())
+		if got := drain(t, d.Left[1], 20*time.Millisecond); len(got) != 1 || got[0].at.Sub(start) != 10*time.Millisecond {
+			t.Errorf("reverse path: %v", got)
+		}
+	})
+}
+
+func TestPairSetDown(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := NewPair(1, LinkConfig{}, LinkConfig{})
+		defer p.Close()
+		p.SetDown(true)
+		send(t, p.A, p.B.LocalAddr(), 3, 10, 0)
+		send(t, p.B, p.A.LocalAddr(), 3, 10, 0)
+		if a, b := drain(t, p.A, time.Millisecond), drain(t, p.B, time.Millisecond); len(a)+len(b) != 0 {
+			t.Fatalf("partitioned pair delivered %d, %d", len(a), len(b))
+		}
+		p.SetDown(false)
+		send(t, p.B, p.A.LocalAddr(), 1, 10, 0)
+		if a := drain(t, p.A, time.Millisecond); len(a) != 1 {
+			t.Fatalf("healed pair delivered %d", len(a))
+		}
+	})
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
