@@ -8,14 +8,16 @@ import (
 // Flow is one sender served by a Pacer, typically one connection.
 type Flow interface {
 	// Release is called on the pacer goroutine when the flow's departure time has come. It
-	// sends what is due at now (at most max packets) and returns how many it sent and its next
-	// departure time; a zero next means idle until Handle.Schedule is called again. A next at or
-	// before now asks to be called again at once (e.g. more is due than max allowed).
+	// sends what is due at now (at most max packets; a Scheduler.Force'd packet-pair partner
+	// may exceed it by one) and returns how many it sent and its next departure time, usually
+	// Scheduler.Next. A zero next means idle until Handle.Schedule is called again: return it
+	// whenever nothing can be sent (empty queue, full flow window). A next at or before now
+	// asks to be called again at once (more was due than max allowed).
 	//
-	// Release may call Schedule and Remove on its own or any other Handle. It must not block
-	// for long: every flow of the pacer waits for it. A Release that sends nothing yet returns
-	// a next at or before now would make the pacer spin; the pacer instead defers it by
-	// StallDelay and counts it in Stats.Stalls.
+	// Release may call Schedule and Remove on its own or any other Handle, and Close. It must
+	// not block for long: every flow of the pacer waits for it. A Release that sends nothing
+	// yet returns a next at or before now would make the pacer spin; the pacer instead defers
+	// it by StallDelay and counts it in Stats.Stalls.
 	Release(now time.Time, max int) (sent int, next time.Time)
 }
 
