@@ -30,6 +30,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	}
 	if t-e.lastSend >= e.kaInterval {
 		e.sendKeepAlive(t)
+		e.trim()
 	}
 }
 
@@ -70,4 +71,23 @@ func (e *Endpoint) NextTimer() time.Time {
 		next = min(next, e.rtoBase+e.rtoInterval())
 	}
 	return e.at(next)
+}
+
+// trim returns the memory of empty buffers to the garbage collector when the connection has been
+// idle for a keep-alive interval, so that many idle connections hold little memory. The buffers
+// grow again on demand (an allocation per burst, not per packet).
+func (e *Endpoint) trim() {
+	if e.snd.used() == 0 {
+		e.snd.data = nil
+	}
+	if e.inFlight() == 0 && e.fl.size() > minFlight {
+		e.fl.resize(minFlight, e.sndLastAck, 0)
+	}
+	if e.rcvBase == seqInc(e.lrsn) {
+		e.rcv.spare = nil
+		if len(e.rcv.slots) > minRecvRing {
+			e.rcv.slots = make([][]byte, minRecvRing)
+			e.rcv.mask = minRecvRing - 1
+		}
+	}
 }

@@ -45,8 +45,8 @@ func randomBytes(seed uint64, n int) []byte {
 // transfer moves size bytes from endpoint 0 to 1 (and, if both, size/2 back) and checks them.
 func transfer(t *testing.T, l *link, size int, both bool, limit time.Duration) {
 	t.Helper()
-	a := &app{src: randomBytes(uint64(size), size), rbuf: make([]byte, 64<<10)}
-	b := &app{rbuf: make([]byte, 37<<10)}
+	a := &app{src: randomBytes(uint64(size), size), rbuf: make([]byte, 64<<10), dst: make([]byte, 0, size/2)}
+	b := &app{rbuf: make([]byte, 37<<10), dst: make([]byte, 0, size)}
 	if both {
 		b.src = randomBytes(uint64(size)+7, size/2)
 	}
@@ -102,5 +102,26 @@ func TestTransferLossy(t *testing.T) {
 			newPair(l, pairOpts{isnA: tc.isn, isnB: tc.isn, ccA: cc, ccB: cc2})
 			transfer(t, l, tc.size, true, 5*time.Minute)
 		})
+	}
+}
+
+// The native controller (slow start, then DAIMD) fed by the engine fills a 100 Mbit/s, 20 ms RTT
+// bottleneck with a drop-tail queue, and recovers the queue's losses.
+func TestNativeControllerBottleneck(t *testing.T) {
+	fwd := linkRules{delay: 10 * time.Millisecond, rate: 100e6 / 8, queue: 200}
+	rev := linkRules{delay: 10 * time.Millisecond}
+	l := newLink(10, fwd, rev)
+	newPair(l, pairOpts{isnA: 1<<31 - 100, isnB: 5, ccA: congestion.NewNative(), ccB: congestion.NewNative(),
+		flow: 8192, recvBuf: 8192})
+	size := 12 << 20
+	start := l.now
+	transfer(t, l, size, false, 2*time.Minute)
+	el := l.now.Sub(start)
+	mbps := float64(size) * 8 / el.Seconds() / 1e6
+	s := l.ep[0].Stats()
+	t.Logf("native over 100 Mbit/s: %.1f Mbit/s goodput, period %v, cwnd %d, RTT %v, bandwidth %d pkt/s, recv rate %d pkt/s",
+		mbps, s.SendPeriod, s.CongestionWindow, s.RTT, s.Bandwidth, s.RecvRate)
+	if mbps < 40 {
+		t.Errorf("goodput %.1f Mbit/s on a 100 Mbit/s link", mbps)
 	}
 }
