@@ -442,3 +442,49 @@ func TestPacerBurstAndFairness(t *testing.T) {
 		}
 	})
 }
+
+// TestPacerRateChange shows how a connection changes its rate from another goroutine (an ACK
+// handler, the congestion controller): under the flow's lock, set the rate, then Schedule the
+// new Next. A faster rate moves the departure earlier at once; a slower one takes effect when
+// the pacer wakes at the old time and the Scheduler holds the packet back.
+func TestPacerRateChange(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := pacer.New(pacer.NewGoTimer(), pacer.Config{})
+		defer p.Close()
+		start := time.Now()
+		f := newFlowPeriodic(time.Millisecond, 1000)
+		h := p.Add(f)
+		h.Schedule(start)
+		setInterval := func(d time.Duration) {
+			f.mu.Lock()
+			f.s.SetInterval(d)
+			next := f.s.Next()
+			f.mu.Unlock()
+			h.Schedule(next)
+		}
+		time.Sleep(2500 * us) // departures at 0, 1, 2 ms
+		setInterval(100 * us) // next: 2 ms + 100 µs, already past: slots 2.1 … 2.5 go at once
+		time.Sleep(1050 * us) // then 2.6 … 3.5 on the new grid
+		setInterval(2 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)
+		p.Close()
+		var got []time.Duration
+		for _, d := range f.times() {
+			got = append(got, d.Sub(start))
+		}
+		want := []time.Duration{0, 1000 * us, 2000 * us, 2500 * us, 2500 * us, 2500 * us, 2500 * us, 2500 * us}
+		for d := 2600 * us; d <= 3500*us; d += 100 * us {
+			want = append(want, d)
+		}
+		// Slower: one new interval after the last departure (3.5 ms), then every 2 ms.
+		want = append(want, 5500*us, 7500*us)
+		if len(got) != len(want) {
+			t.Fatalf("departures %v, want %v", got, want)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("departures %v, want %v", got, want)
+			}
+		}
+	})
+}
