@@ -96,6 +96,10 @@ func (p *Pacer) Add(f Flow) *Handle {
 // at, and the waiter is woken if the flow becomes the earliest. A later at than the current
 // one is ignored: the flow's own Release result decides later times. Safe from any goroutine,
 // including from inside Release; a no-op after Remove or Close.
+//
+// To change a flow's rate from another goroutine, set its Scheduler's rate under the flow's own
+// lock and then call Schedule(Next()): a faster rate takes effect at once; a slower one when
+// the pacer wakes at the old time and the Scheduler holds the packet back.
 func (h *Handle) Schedule(at time.Time) {
 	p := h.p
 	p.mu.Lock()
