@@ -1,0 +1,143 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+func runClient(o *clientOptions, stdout, stderr io.Writer) error {
+	stopProfile, err := startProfile(o.out.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	h := &hello{Proto: o.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
+	var src io.Reader
+	if o.reverse {
+		h.Mode = modeReverse
+	}
+	if o.file != "" {
+		f, size, err := openSource(o.file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		src = f
+		*h = hello{Proto: o.proto, Mode: modeFile, Bytes: size, Name: filepath.Base(o.file)}
+	}
+	label := o.proto
+	if o.proto == "udt" {
+		label += "/" + o.tr.pacer
+	}
+	row, err := clientTransfer(context.Background(), o.proto, o.connect, &o.tr, h, src, &o.out, stdout, stderr, label, "")
+	if err != nil {
+		return err
+	}
+	if o.out.json {
+		if err := writeJSON(stdout, []Row{row}); err != nil {
+			return err
+		}
+	} else {
+		writeTable(stdout, []Row{row})
+		summaryLines(stdout, &row)
+		if o.file != "" {
+			fmt.Fprintf(stdout, "sent %s as %q: %d bytes, sha256 %s\n", o.file, row.File, row.Bytes, row.SenderSHA256)
+		}
+	}
+	if !row.SHA256OK {
+		return fmt.Errorf("sha256 mismatch: sent %s, server received %s (%d bytes)", row.SenderSHA256, row.ReceiverSHA256, row.Bytes)
+	}
+	return nil
+}
+
+// openSource opens a file to send and returns its size.
+func openSource(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read file: %v", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, 0, fmt.Errorf("cannot read file: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, 0, fmt.Errorf("cannot send %s: not a regular file", path)
+	}
+	// Read one byte now so that an unreadable file (e.g. a directory on some systems, EIO)
+	// fails before connecting.
+	var b [1]byte
+	if _, err := f.ReadAt(b[:], 0); err != nil && !errors.Is(err, io.EOF) {
+		f.Close()
+		return nil, 0, fmt.Errorf("cannot read file: %v", err)
+	}
+	return f, st.Size(), nil
+}
+
+// clientTransfer connects, sends the hello and runs the transfer; errors are phrased for users.
+func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags, h *hello, src io.Reader,
+	out *outputFlags, stdout, stderr io.Writer, label, prefix string) (Row, error) {
+	c, err := dialTransport(ctx, proto, addr, tr)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return Row{}, fmt.Errorf("no %s server answers at %s (no handshake within %v)", proto, addr, tr.handshake)
+		}
+		return Row{}, errors.New(describeNetError(err, proto, addr, tr))
+	}
+	defer c.Close()
+	s := newSession(c, proto, tr)
+	if err := writeHello(c, h); err != nil {
+		return Row{}, explain(err, "server", proto, addr, tr)
+	}
+	c.SetReadDeadline(time.Now().Add(tr.handshake + tr.idle))
+	var w welcome
+	if err := readMsg(s.r, &w); err != nil {
+		return Row{}, explain(err, "server", proto, addr, tr)
+	}
+	if w.Error != "" {
+		return Row{}, fmt.Errorf("server refused: %s", w.Error)
+	}
+	c.SetReadDeadline(time.Time{})
+	sender := h.Mode != modeReverse
+	mon := startMonitor(s, sender, out, stdout, stderr, label, prefix, h.Bytes, time.Duration(h.TimeNs))
+	var row Row
+	if sender {
+		row, err = s.send(sendSpec{bytes: h.Bytes, dur: time.Duration(h.TimeNs), src: src})
+	} else {
+		row, err = s.receive(nil)
+	}
+	row.Intervals = mon.stop()
+	if err != nil {
+		return Row{}, explain(err, "server", proto, addr, tr)
+	}
+	row.Direction = "client->server"
+	if !sender {
+		row.Direction = "server->client"
+	}
+	row.File = h.Name
+	return row, nil
+}
+
+// explain phrases a transfer error for users; who is "server" or "client".
+func explain(err error, who, proto, peer string, tr *transportFlags) error {
+	var pf *peerFailure
+	var pe *protocolError
+	var le *localError
+	switch {
+	case errors.As(err, &pf):
+		return fmt.Errorf("%s failed: %s", who, pf.msg)
+	case errors.As(err, &pe):
+		return fmt.Errorf("%s %s: %v", who, peer, pe)
+	case errors.As(err, &le):
+		return le.err
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("connection to %s %s closed by the peer in mid-transfer", who, peer)
+	}
+	return errors.New(describeNetError(err, proto, peer, tr))
+}

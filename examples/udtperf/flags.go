@@ -1,0 +1,318 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/pacer"
+)
+
+// errHelp ends a run after -h printed the usage: exit status 0.
+var errHelp = flag.ErrHelp
+
+// protocols udtperf can measure, in the order self mode runs them.
+var protocols = []string{"udt", "tcp", "quic"}
+
+// transportFlags configure the connection on either side.
+type transportFlags struct {
+	pacer     string // one backend name, or for self mode a comma list
+	cc        string
+	ccFactory congestion.Factory
+	strict    bool
+	mss       int
+	handshake time.Duration
+	idle      time.Duration
+}
+
+func (t *transportFlags) register(fs *flag.FlagSet, pacerHelp string) {
+	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
+	fs.StringVar(&t.cc, "cc", "udt", "udt congestion control: udt (native DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
+	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
+	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
+	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")
+	fs.DurationVar(&t.idle, "idle-timeout", 10*time.Second, "declare the peer dead after this long without a packet")
+}
+
+func (t *transportFlags) validate(pacers []string) error {
+	for _, p := range pacers {
+		if !slices.Contains(pacer.WaiterNames(), p) {
+			return fmt.Errorf("unknown -pacer %q (want one of %s)", p, strings.Join(pacer.WaiterNames(), ", "))
+		}
+	}
+	f, err := congestion.ParseSpec(t.cc)
+	if err != nil {
+		return fmt.Errorf("bad -cc: %v", err)
+	}
+	t.ccFactory = f
+	if t.mss < 76 || t.mss > 65535 {
+		return fmt.Errorf("-mss %d out of range [76, 65535]", t.mss)
+	}
+	if t.handshake <= 0 || t.idle <= 0 {
+		return errors.New("-handshake-timeout and -idle-timeout must be positive")
+	}
+	return nil
+}
+
+// outputFlags shape what is printed, in every mode.
+type outputFlags struct {
+	json       bool
+	interval   time.Duration
+	cpuprofile string
+	noProgress bool
+}
+
+func (o *outputFlags) register(fs *flag.FlagSet, interval time.Duration) {
+	fs.BoolVar(&o.json, "json", false, "print one JSON document on stdout instead of text (logs stay on stderr)")
+	fs.DurationVar(&o.interval, "interval", interval, "per-interval report period (0 = none)")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write this process's CPU profile to the file")
+	fs.BoolVar(&o.noProgress, "no-progress", false, "no progress bar even on a terminal")
+}
+
+func (o *outputFlags) validate() error {
+	if o.interval < 0 || (o.interval > 0 && o.interval < 10*time.Millisecond) {
+		return fmt.Errorf("-interval %v: want 0 (off) or at least 10ms", o.interval)
+	}
+	return nil
+}
+
+// limitFlags bound one transfer.
+type limitFlags struct {
+	time  time.Duration
+	bytes sizeFlag
+}
+
+func (l *limitFlags) register(fs *flag.FlagSet, def time.Duration, what string) {
+	fs.DurationVar(&l.time, "time", def, "transfer duration"+what+" (ignored with -bytes)")
+	fs.Var(&l.bytes, "bytes", "transfer this many bytes"+what+" instead of -time (e.g. 2MiB, 1GiB, 500MB)")
+}
+
+func (l *limitFlags) validate() error {
+	if l.bytes > 0 {
+		l.time = 0
+		return nil
+	}
+	if l.time <= 0 {
+		return errors.New("-time must be positive (or give -bytes)")
+	}
+	if l.time > maxTransferTime {
+		return fmt.Errorf("-time %v longer than %v", l.time, maxTransferTime)
+	}
+	return nil
+}
+
+// selfOptions: loopback self mode.
+type selfOptions struct {
+	out    outputFlags
+	tr     transportFlags
+	limit  limitFlags
+	protos []string
+	pacers []string
+}
+
+// serverOptions: `udtperf server` and the hidden self-mode child.
+type serverOptions struct {
+	out    outputFlags
+	tr     transportFlags
+	listen string
+	protos []string
+	dir    string
+	force  bool
+	once   bool
+}
+
+// clientOptions: `udtperf client`.
+type clientOptions struct {
+	out     outputFlags
+	tr      transportFlags
+	limit   limitFlags
+	connect string
+	proto   string
+	reverse bool
+	file    string
+}
+
+// newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
+// to stderr only on -h.
+func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, "usage: %s\n\n", synopsis)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.Usage()
+			return errHelp
+		}
+		return usageError{err}
+	}
+	if fs.NArg() > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+	}
+	return nil
+}
+
+func parseSelf(args []string, stderr io.Writer) (*selfOptions, error) {
+	o := &selfOptions{}
+	fs := newFlagSet("udtperf", "udtperf [self] [flags]   (loopback: one row per protocol and udt pacer backend)", stderr)
+	o.out.register(fs, 0)
+	o.tr.pacer = strings.Join(pacer.WaiterNames(), ",")
+	o.tr.register(fs, "udt pacer backends to measure, comma-separated")
+	o.limit.register(fs, selfDefaultTime, " per row")
+	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to measure, comma-separated: udt, tcp, quic")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	o.pacers = splitList(o.tr.pacer)
+	o.protos = splitList(*protos)
+	if err := validateProtos(o.protos); err != nil {
+		return nil, usageError{err}
+	}
+	for _, err := range []error{o.out.validate(), o.tr.validate(o.pacers), o.limit.validate()} {
+		if err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return o, nil
+}
+
+func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, error) {
+	o := &serverOptions{}
+	fs := newFlagSet(name, "udtperf server [-listen :9000] [flags]", stderr)
+	o.out.register(fs, 0)
+	o.tr.pacer = pacer.DefaultWaiter
+	o.tr.register(fs, "udt pacer backend when this server sends (-reverse clients): "+strings.Join(pacer.WaiterNames(), ", "))
+	fs.StringVar(&o.listen, "listen", ":9000", "address to listen on (udt and quic on UDP, tcp on TCP)")
+	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to serve, comma-separated (udt and quic share the UDP port)")
+	fs.StringVar(&o.dir, "dir", "", "store files sent with -file in this directory (file uploads are refused without it)")
+	fs.BoolVar(&o.force, "force", false, "overwrite existing files in -dir")
+	fs.BoolVar(&o.once, "once", false, "exit after the first transfer")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	o.protos = splitList(*protos)
+	if err := validateProtos(o.protos); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.out.validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if err := o.tr.validate([]string{o.tr.pacer}); err != nil {
+		return nil, usageError{err}
+	}
+	return o, nil
+}
+
+func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
+	o := &clientOptions{}
+	fs := newFlagSet("udtperf client", "udtperf client -connect HOST:PORT [flags]", stderr)
+	o.out.register(fs, time.Second)
+	o.tr.pacer = pacer.DefaultWaiter
+	o.tr.register(fs, "udt pacer backend: "+strings.Join(pacer.WaiterNames(), ", "))
+	o.limit.register(fs, 10*time.Second, "")
+	fs.StringVar(&o.connect, "connect", "", "server address HOST:PORT (required)")
+	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
+	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
+	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if o.connect == "" {
+		return nil, usageError{errors.New("client needs -connect HOST:PORT")}
+	}
+	if err := validateProtos([]string{o.proto}); err != nil {
+		return nil, usageError{err}
+	}
+	if o.file != "" && o.reverse {
+		return nil, usageError{errors.New("-file and -reverse cannot be combined (a file is always sent by the client)")}
+	}
+	for _, err := range []error{o.out.validate(), o.tr.validate([]string{o.tr.pacer}), o.limit.validate()} {
+		if err != nil {
+			return nil, usageError{err}
+		}
+	}
+	return o, nil
+}
+
+func validateProtos(ps []string) error {
+	if len(ps) == 0 {
+		return errors.New("-proto is empty")
+	}
+	for _, p := range ps {
+		if !slices.Contains(protocols, p) {
+			return fmt.Errorf("unknown -proto %q (want udt, tcp or quic)", p)
+		}
+	}
+	return nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for f := range strings.SplitSeq(s, ",") {
+		if f = strings.ToLower(strings.TrimSpace(f)); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// sizeFlag is a byte count with an optional unit: B; K, M, G, T (or KB…) in powers of 1000;
+// KiB, MiB, GiB, TiB in powers of 1024.
+type sizeFlag int64
+
+func (s *sizeFlag) String() string { return strconv.FormatInt(int64(*s), 10) }
+
+func (s *sizeFlag) Set(v string) error {
+	n, err := parseSize(v)
+	if err != nil {
+		return err
+	}
+	*s = sizeFlag(n)
+	return nil
+}
+
+var sizeUnits = map[string]float64{
+	"": 1, "b": 1,
+	"k": 1e3, "kb": 1e3, "m": 1e6, "mb": 1e6, "g": 1e9, "gb": 1e9, "t": 1e12, "tb": 1e12,
+	"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+
+// parseSize parses "2MiB", "1GiB", "500MB", "1000" into bytes (at least 1, at most maxTransferBytes).
+func parseSize(v string) (int64, error) {
+	t := strings.TrimSpace(v)
+	i := 0
+	for i < len(t) && (t[i] >= '0' && t[i] <= '9' || t[i] == '.') {
+		i++
+	}
+	mult, ok := sizeUnits[strings.ToLower(strings.TrimSpace(t[i:]))]
+	f, err := strconv.ParseFloat(t[:i], 64)
+	if !ok || err != nil || i == 0 {
+		return 0, fmt.Errorf("bad size %q (want e.g. 2MiB, 1GiB, 500MB or a byte count)", v)
+	}
+	b := math.Round(f * mult)
+	if b < 1 || b > maxTransferBytes {
+		return 0, fmt.Errorf("size %q out of range [1 B, 1 PiB]", v)
+	}
+	return int64(b), nil
+}
+
+const (
+	maxTransferTime  = 24 * time.Hour
+	maxTransferBytes = 1 << 50
+	selfDefaultTime  = 5 * time.Second
+)

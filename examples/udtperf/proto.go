@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"os"
+	"syscall"
+	"time"
+
+	"github.com/udtgo/udt/conn"
+)
+
+// transportConn is one transfer's byte stream over udt, tcp or quic.
+type transportConn interface {
+	Read(p []byte) (int, error)
+	Write(p []byte) (int, error)
+	SetReadDeadline(t time.Time) error
+	RemoteAddr() net.Addr
+	// Close releases the connection after delivering what was written where the transport
+	// can (udt lingers until acknowledged; tcp closes gracefully; quic closes at once).
+	Close() error
+	// Stats samples the transport's counters; sender tells which side this end plays.
+	Stats(sender bool) linkStats
+	// Backend is the udt pacer backend; "" for tcp and quic.
+	Backend() string
+}
+
+// transportListener accepts transportConns.
+type transportListener interface {
+	Accept(ctx context.Context) (transportConn, error)
+	Addr() net.Addr
+	Close() error
+}
+
+// linkStats are transport counters in report units; NaN means not available.
+type linkStats struct {
+	rttMs        float64
+	pktSent      float64 // packets sent, retransmissions included
+	pktRetrans   float64 // packets retransmitted (quic: declared lost, whose data is sent again)
+	lost         float64 // sender: losses reported by the peer; receiver: gaps detected
+	cwndPkts     float64 // congestion window in packets (udt, tcp)
+	cwndBytes    float64 // congestion window in bytes (quic)
+	sendPeriodUs float64 // udt's inter-packet period
+	pktsPerWake  float64 // udt: mean packets per pacer wake (sender)
+}
+
+func unknownStats() linkStats {
+	n := math.NaN()
+	return linkStats{n, n, n, n, n, n, n, n}
+}
+
+func (s linkStats) retransPct() float64 {
+	if math.IsNaN(s.pktSent) || math.IsNaN(s.pktRetrans) || s.pktSent == 0 {
+		return math.NaN()
+	}
+	return 100 * s.pktRetrans / s.pktSent
+}
+
+// dialTransport connects to a server speaking proto.
+func dialTransport(ctx context.Context, proto, addr string, tr *transportFlags) (transportConn, error) {
+	ctx, cancel := context.WithTimeout(ctx, tr.handshake)
+	defer cancel()
+	switch proto {
+	case "udt":
+		c, err := conn.DialContext(ctx, "udp", addr, udtConfig(tr))
+		if err != nil {
+			return nil, err
+		}
+		return &udtConn{c}, nil
+	case "tcp":
+		d := net.Dialer{}
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return newTCPConn(c.(*net.TCPConn), tr.idle), nil
+	case "quic":
+		return dialQUIC(ctx, addr, tr)
+	}
+	return nil, fmt.Errorf("unknown protocol %q", proto)
+}
+
+// listenTransport opens a listener for proto; pc, when not nil, is the UDP socket to use.
+func listenTransport(proto, addr string, pc net.PacketConn, tr *transportFlags) (transportListener, error) {
+	switch proto {
+	case "udt":
+		var l *conn.Listener
+		var err error
+		if pc != nil {
+			l, err = conn.NewListener(pc, udtConfig(tr))
+		} else {
+			l, err = conn.Listen("udp", addr, udtConfig(tr))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return udtListener{l}, nil
+	case "tcp":
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return tcpListener{l.(*net.TCPListener), tr.idle}, nil
+	case "quic":
+		return listenQUIC(addr, pc, tr)
+	}
+	return nil, fmt.Errorf("unknown protocol %q", proto)
+}
+
+func udtConfig(tr *transportFlags) *conn.Config {
+	return &conn.Config{
+		MSS:              tr.mss,
+		Pacer:            tr.pacer,
+		StrictPacing:     tr.strict,
+		Congestion:       tr.ccFactory,
+		HandshakeTimeout: tr.handshake,
+		IdleTimeout:      tr.idle,
+	}
+}
+
+// udtConn is a udt connection.
+type udtConn struct{ *conn.Conn }
+
+func (c *udtConn) Backend() string { return c.PacerName() }
+
+func (c *udtConn) Stats(sender bool) linkStats {
+	st := c.Conn.Stats()
+	s := unknownStats()
+	s.rttMs = float64(st.RTT) / 1e6
+	s.pktSent = float64(st.PktSent)
+	s.pktRetrans = float64(st.PktRetrans)
+	s.lost = float64(st.PktRcvLoss)
+	if sender {
+		s.lost = float64(st.PktSndLoss)
+		if st.CongestionWindow > 0 {
+			s.cwndPkts = float64(st.CongestionWindow)
+		}
+		s.sendPeriodUs = float64(st.SendPeriod) / 1e3
+		if ps := c.PacerStats(); ps.PacketsPerWake.Count > 0 {
+			s.pktsPerWake = ps.PacketsPerWake.Mean
+		}
+	}
+	return s
+}
+
+type udtListener struct{ l *conn.Listener }
+
+func (l udtListener) Accept(ctx context.Context) (transportConn, error) {
+	c, err := l.l.AcceptUDT(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &udtConn{c}, nil
+}
+func (l udtListener) Addr() net.Addr { return l.l.Addr() }
+func (l udtListener) Close() error   { return l.l.Close() }
+
+// tcpConn is a TCP connection whose reads and writes fail after the idle timeout without
+// progress, like udt's dead-peer detection.
+type tcpConn struct {
+	*net.TCPConn
+	idle     time.Duration
+	deadline time.Time // explicit read deadline, zero if none
+}
+
+func newTCPConn(c *net.TCPConn, idle time.Duration) *tcpConn {
+	return &tcpConn{TCPConn: c, idle: idle}
+}
+
+func (c *tcpConn) Read(p []byte) (int, error) {
+	d := time.Now().Add(c.idle)
+	if !c.deadline.IsZero() && c.deadline.Before(d) {
+		d = c.deadline
+	}
+	c.TCPConn.SetReadDeadline(d)
+	return c.TCPConn.Read(p)
+}
+
+func (c *tcpConn) Write(p []byte) (int, error) {
+	c.TCPConn.SetWriteDeadline(time.Now().Add(c.idle))
+	return c.TCPConn.Write(p)
+}
+
+func (c *tcpConn) SetReadDeadline(t time.Time) error {
+	c.deadline = t
+	return c.TCPConn.SetReadDeadline(t)
+}
+
+func (c *tcpConn) Backend() string { return "" }
+
+func (c *tcpConn) Stats(sender bool) linkStats { return tcpStats(c.TCPConn, sender) }
+
+type tcpListener struct {
+	l    *net.TCPListener
+	idle time.Duration
+}
+
+func (l tcpListener) Accept(ctx context.Context) (transportConn, error) {
+	c, err := l.l.AcceptTCP()
+	if err != nil {
+		return nil, err
+	}
+	return newTCPConn(c, l.idle), nil
+}
+func (l tcpListener) Addr() net.Addr { return l.l.Addr() }
+func (l tcpListener) Close() error   { return l.l.Close() }
+
+// describeNetError turns a transport error into words a user acts on.
+func describeNetError(err error, proto, peer string, tr *transportFlags) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, conn.ErrHandshakeTimeout):
+		return fmt.Sprintf("no udt server answers at %s (no handshake reply within %v)", peer, tr.handshake)
+	case errors.Is(err, conn.ErrPeerIdle):
+		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+	case errors.Is(err, conn.ErrPeerShutdown), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("no %s server at %s (connection refused)", proto, peer)
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("%s connection to %s timed out (%v)", proto, peer, err)
+	}
+	if s := quicErrorText(err, peer, tr); s != "" {
+		return s
+	}
+	return fmt.Sprintf("%s connection to %s: %v", proto, peer, err)
+}

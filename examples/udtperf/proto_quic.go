@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// alpn is the TLS application protocol udtperf's quic connections negotiate.
+const alpn = "udtperf"
+
+func quicConfig(tr *transportFlags) *quic.Config {
+	return &quic.Config{
+		HandshakeIdleTimeout: tr.handshake,
+		MaxIdleTimeout:       tr.idle,
+		KeepAlivePeriod:      tr.idle / 3,
+	}
+}
+
+// serverTLS makes a fresh self-signed ECDSA P-256 certificate (valid 48 h) and returns the
+// server's TLS config and the certificate's SHA-256 fingerprint.
+func serverTLS() (*tls.Config, string, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 64))
+	if err != nil {
+		return nil, "", err
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "udtperf"},
+		DNSNames:     []string{"udtperf", "localhost"},
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(48 * time.Hour),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, "", err
+	}
+	sum := sha256.Sum256(der)
+	return &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}},
+		NextProtos:   []string{alpn},
+		MinVersion:   tls.VersionTLS13,
+	}, hex.EncodeToString(sum[:]), nil
+}
+
+// clientTLS accepts the server's self-signed certificate: udtperf measures throughput, it does
+// not authenticate its peer (the server prints its certificate's fingerprint for the curious).
+func clientTLS() *tls.Config {
+	return &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
+}
+
+func dialQUIC(ctx context.Context, addr string, tr *transportFlags) (transportConn, error) {
+	c, err := quic.DialAddr(ctx, addr, clientTLS(), quicConfig(tr))
+	if err != nil {
+		return nil, err
+	}
+	s, err := c.OpenStreamSync(ctx)
+	if err != nil {
+		c.CloseWithError(1, "no stream")
+		return nil, err
+	}
+	return &quicConn{c: c, s: s}, nil
+}
+
+type quicListener struct {
+	l  *quic.Listener
+	tr *quic.Transport // nil when the listener owns its socket
+}
+
+func listenQUIC(addr string, pc net.PacketConn, tr *transportFlags) (transportListener, error) {
+	tlsConf, _, err := serverTLS()
+	if err != nil {
+		return nil, err
+	}
+	if pc == nil {
+		l, err := quic.ListenAddr(addr, tlsConf, quicConfig(tr))
+		if err != nil {
+			return nil, err
+		}
+		return quicListener{l: l}, nil
+	}
+	t := &quic.Transport{Conn: pc}
+	l, err := t.Listen(tlsConf, quicConfig(tr))
+	if err != nil {
+		return nil, err
+	}
+	return quicListener{l: l, tr: t}, nil
+}
+
+func (l quicListener) Accept(ctx context.Context) (transportConn, error) {
+	for {
+		c, err := l.l.Accept(ctx)
+		if err != nil {
+			return nil, err
+		}
+		sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		s, err := c.AcceptStream(sctx)
+		cancel()
+		if err != nil { // a client that never opened its stream: drop it, keep serving
+			c.CloseWithError(1, "no stream")
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		return &quicConn{c: c, s: s}, nil
+	}
+}
+
+func (l quicListener) Addr() net.Addr { return l.l.Addr() }
+
+func (l quicListener) Close() error {
+	err := l.l.Close()
+	if l.tr != nil {
+		l.tr.Close()
+	}
+	return err
+}
+
+// quicConn is one bidirectional stream of a quic connection.
+type quicConn struct {
+	c *quic.Conn
+	s *quic.Stream
+}
+
+func (q *quicConn) Read(p []byte) (int, error)        { return q.s.Read(p) }
+func (q *quicConn) Write(p []byte) (int, error)       { return q.s.Write(p) }
+func (q *quicConn) SetReadDeadline(t time.Time) error { return q.s.SetReadDeadline(t) }
+func (q *quicConn) Backend() string                   { return "" }
+func (q *quicConn) RemoteAddr() net.Addr              { return q.c.RemoteAddr() }
+
+func (q *quicConn) Close() error {
+	q.s.Close()
+	return q.c.CloseWithError(0, "")
+}
+
+func (q *quicConn) Stats(sender bool) linkStats {
+	st := q.c.ConnectionStats()
+	s := unknownStats()
+	s.rttMs = float64(st.SmoothedRTT) / 1e6
+	if sender {
+		s.pktSent = float64(st.PacketsSent)
+		s.pktRetrans = float64(st.PacketsLost)
+		s.lost = float64(st.PacketsLost)
+		s.cwndBytes = float64(st.CongestionWindow)
+	}
+	return s
+}
+
+// quicErrorText explains quic-go's errors, or returns "".
+func quicErrorText(err error, peer string, tr *transportFlags) string {
+	var idle *quic.IdleTimeoutError
+	var hs *quic.HandshakeTimeoutError
+	var app *quic.ApplicationError
+	switch {
+	case errors.As(err, &hs):
+		return fmt.Sprintf("no quic server answers at %s (no handshake within %v)", peer, tr.handshake)
+	case errors.As(err, &idle):
+		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+	case errors.As(err, &app) && app.Remote:
+		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
+	}
+	return ""
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/udtgo/udt/pacer"
+)
+
+// childEnv is set in the environment of self mode's child processes (a test binary's TestMain
+// looks for it to run udtperf instead of the tests).
+const childEnv = "UDTPERF_SELF_CHILD"
+
+// selfRowSpec names one row of self mode.
+type selfRowSpec struct{ proto, backend string }
+
+func (s selfRowSpec) label() string {
+	if s.backend != "" {
+		return s.proto + "/" + s.backend
+	}
+	return s.proto
+}
+
+// runSelf measures every requested protocol and udt pacer backend on loopback. Each row's
+// receiver runs in a child process (this program re-executed with a hidden subcommand), so
+// that getrusage separates the sender's CPU from the receiver's.
+func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("self mode cannot find its own executable: %v", err)
+	}
+	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
+	stopProfile, err := startProfile(o.out.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	var specs []selfRowSpec
+	for _, p := range o.protos {
+		if p != "udt" {
+			specs = append(specs, selfRowSpec{proto: p})
+			continue
+		}
+		for _, b := range o.pacers {
+			specs = append(specs, selfRowSpec{proto: p, backend: b})
+		}
+	}
+	what := o.limit.time.String()
+	if o.limit.bytes > 0 {
+		what = fmt.Sprintf("%d bytes", int64(o.limit.bytes))
+	}
+	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v); receivers run in child processes\n",
+		len(specs), what, o.tr.cc, o.tr.strict)
+	var rows []Row
+	failed := 0
+	for _, sp := range specs {
+		row, err := selfRow(exe, o, sp, stdout, stderr)
+		if err != nil {
+			row = Row{Protocol: sp.proto, Backend: sp.backend, Error: err.Error()}
+			fmt.Fprintf(stderr, "udtperf: %s: %v\n", sp.label(), err)
+			failed++
+		} else if !row.SHA256OK {
+			failed++
+		}
+		rows = append(rows, row)
+	}
+	if o.out.json {
+		if err := writeJSON(stdout, rows); err != nil {
+			return err
+		}
+	} else {
+		writeTable(stdout, rows)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d self-mode transfers failed", failed, len(rows))
+	}
+	return nil
+}
+
+// selfRow runs one row: a child receiver, this process as the sender.
+func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Writer) (Row, error) {
+	tr := o.tr
+	tr.pacer = pacer.DefaultWaiter
+	if sp.backend != "" {
+		tr.pacer = sp.backend
+	}
+	cmd := exec.Command(exe, selfServerCmd, "-listen", "127.0.0.1:0", "-proto", sp.proto, "-pacer", tr.pacer,
+		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss),
+		"-handshake-timeout", tr.handshake.String(), "-idle-timeout", tr.idle.String())
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	cmd.Stderr = stderr
+	pipe, err := cmd.StdoutPipe()
+	if err != nil {
+		return Row{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return Row{}, fmt.Errorf("cannot start the receiver process: %v", err)
+	}
+	exited := make(chan error, 1)
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(pipe).ReadString('\n')
+		lines <- strings.TrimSpace(line)
+		io.Copy(io.Discard, pipe)
+		exited <- cmd.Wait()
+	}()
+	stopChild := func(grace time.Duration) error {
+		select {
+		case err := <-exited:
+			return err
+		case <-time.After(grace):
+			cmd.Process.Kill()
+			<-exited
+			return errors.New("receiver process did not exit; killed")
+		}
+	}
+	var addr string
+	select {
+	case addr = <-lines:
+	case <-time.After(20 * time.Second):
+	}
+	if addr == "" {
+		werr := stopChild(0)
+		return Row{}, fmt.Errorf("receiver process did not start (%v)", werr)
+	}
+	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
+	row, err := clientTransfer(context.Background(), sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
+		sp.label(), sp.label()+" ")
+	grace := 15 * time.Second
+	if err != nil {
+		grace = 2 * time.Second
+	}
+	werr := stopChild(grace)
+	if err != nil {
+		return Row{}, err
+	}
+	if werr != nil {
+		return Row{}, fmt.Errorf("receiver process failed: %v", werr)
+	}
+	return row, nil
+}

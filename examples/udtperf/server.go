@@ -1,0 +1,305 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// selfServerCmd is the hidden subcommand self mode runs as its child process: a server for one
+// transfer on loopback that prints its address on stdout first.
+const selfServerCmd = "_selfserver"
+
+type server struct {
+	o      *serverOptions
+	lns    map[string]transportListener
+	stdout io.Writer
+	stderr io.Writer
+	outMu  sync.Mutex
+}
+
+// listen opens the listeners: udt and quic on one UDP port (shared by peer address when both
+// are served), tcp on the same port number.
+func listen(o *serverOptions) (*server, error) {
+	s := &server{o: o, lns: map[string]transportListener{}}
+	fail := func(err error) (*server, error) {
+		s.close()
+		return nil, err
+	}
+	udt, quic, tcp := slices.Contains(o.protos, "udt"), slices.Contains(o.protos, "quic"), slices.Contains(o.protos, "tcp")
+	addr := o.listen
+	switch {
+	case udt && quic:
+		pc, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			return fail(fmt.Errorf("cannot listen on udp %s: %v", addr, err))
+		}
+		sh := newUDPShare(pc.(*net.UDPConn))
+		lu, err := listenTransport("udt", "", sh.udt, &o.tr)
+		if err != nil {
+			sh.Close()
+			return fail(err)
+		}
+		s.lns["udt"] = lu
+		lq, err := listenTransport("quic", "", sh.quic, &o.tr)
+		if err != nil {
+			sh.Close()
+			return fail(err)
+		}
+		s.lns["quic"] = closeBoth{lq, sh}
+	case udt || quic:
+		p := "udt"
+		if quic {
+			p = "quic"
+		}
+		l, err := listenTransport(p, addr, nil, &o.tr)
+		if err != nil {
+			return fail(fmt.Errorf("cannot listen on udp %s: %v", addr, err))
+		}
+		s.lns[p] = l
+	}
+	if tcp {
+		taddr := addr
+		for _, l := range s.lns { // the UDP port, when ":0" picked one
+			host, _, _ := net.SplitHostPort(addr)
+			taddr = net.JoinHostPort(host, strconv.Itoa(portOf(l.Addr())))
+			break
+		}
+		l, err := listenTransport("tcp", taddr, nil, &o.tr)
+		if err != nil {
+			return fail(fmt.Errorf("cannot listen on tcp %s: %v", taddr, err))
+		}
+		s.lns["tcp"] = l
+	}
+	return s, nil
+}
+
+// closeBoth closes the quic listener, then the shared socket.
+type closeBoth struct {
+	transportListener
+	sh *udpShare
+}
+
+func (c closeBoth) Close() error {
+	err := c.transportListener.Close()
+	c.sh.Close()
+	return err
+}
+
+func (s *server) close() {
+	for _, l := range s.lns {
+		l.Close()
+	}
+}
+
+// addr is the address clients connect to.
+func (s *server) addr() net.Addr {
+	for _, p := range protocols {
+		if l, ok := s.lns[p]; ok {
+			return l.Addr()
+		}
+	}
+	return nil
+}
+
+func runServer(o *serverOptions, stdout, stderr io.Writer) error {
+	stopProfile, err := startProfile(o.out.cpuprofile)
+	if err != nil {
+		return err
+	}
+	defer stopProfile()
+	s, err := listen(o)
+	if err != nil {
+		return err
+	}
+	s.stdout, s.stderr = stdout, stderr
+	fmt.Fprintf(stderr, "udtperf: listening on %s port %d (%s)\n", hostOf(o.listen), portOf(s.addr()), strings.Join(o.protos, ", "))
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	return s.serve(ctx)
+}
+
+func portOf(a net.Addr) int {
+	switch a := a.(type) {
+	case *net.UDPAddr:
+		return a.Port
+	case *net.TCPAddr:
+		return a.Port
+	}
+	_, p, _ := net.SplitHostPort(a.String())
+	n, _ := strconv.Atoi(p)
+	return n
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil || h == "" {
+		return "all addresses"
+	}
+	return h
+}
+
+// runSelfServer is self mode's child: one transfer, the address first on stdout, no report
+// (the parent prints the row).
+func runSelfServer(o *serverOptions, stdout, stderr io.Writer) error {
+	o.once = true
+	s, err := listen(o)
+	if err != nil {
+		return err
+	}
+	s.stdout, s.stderr = io.Discard, stderr
+	fmt.Fprintln(stdout, s.addr().String())
+	if f, ok := stdout.(*os.File); ok {
+		f.Sync()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	return s.serve(ctx)
+}
+
+// serve accepts on every listener until ctx ends (or, with -once, the first transfer ends) and
+// handles each client in its own goroutine.
+func (s *server) serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	first := make(chan error, 1)
+	for proto, l := range s.lns {
+		wg.Go(func() {
+			for {
+				c, err := l.Accept(ctx)
+				if err != nil {
+					if ctx.Err() != nil || errors.Is(err, net.ErrClosed) {
+						return
+					}
+					s.logf("%s accept: %v", proto, err)
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(100 * time.Millisecond):
+					}
+					continue
+				}
+				wg.Go(func() {
+					err := s.handle(c, proto)
+					if s.o.once {
+						select {
+						case first <- err:
+						default:
+						}
+						cancel()
+					}
+				})
+				if s.o.once {
+					return
+				}
+			}
+		})
+	}
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-first:
+	}
+	s.close()
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-first:
+		default:
+		}
+	}
+	return err
+}
+
+func (s *server) logf(format string, args ...any) {
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	fmt.Fprintf(s.stderr, "udtperf: "+format+"\n", args...)
+}
+
+// handle serves one client: hello, welcome, transfer, report.
+func (s *server) handle(c transportConn, proto string) error {
+	defer c.Close()
+	peer := c.RemoteAddr().String()
+	sess := newSession(c, proto, &s.o.tr)
+	c.SetReadDeadline(time.Now().Add(s.o.tr.handshake + s.o.tr.idle))
+	var h hello
+	if err := readHello(sess.r, &h); err != nil {
+		err = explain(err, "client", proto, peer, &s.o.tr)
+		s.logf("%s client %s: %v", proto, peer, err)
+		return err
+	}
+	refuse := func(msg string) error {
+		writeMsg(c, &welcome{Error: msg})
+		drain(c, sess.r, endGrace)
+		s.logf("%s client %s refused: %s", proto, peer, msg)
+		return errors.New(msg)
+	}
+	if h.Proto != proto {
+		return refuse(fmt.Sprintf("asked for %s on a %s connection", h.Proto, proto))
+	}
+	var out sink
+	if h.Mode == modeFile {
+		f, err := openSink(s.o.dir, h.Name, s.o.force)
+		if err != nil {
+			return refuse(err.Error())
+		}
+		out = f
+	}
+	if err := writeMsg(c, &welcome{}); err != nil {
+		if out != nil {
+			out.Abort()
+		}
+		return err
+	}
+	c.SetReadDeadline(time.Time{})
+	sender := h.Mode == modeReverse
+	prefix := fmt.Sprintf("[%s %s] ", proto, peer)
+	o := s.o.out
+	o.noProgress = true
+	mon := startMonitor(sess, sender, &o, s.stdout, s.stderr, "", prefix, h.Bytes, time.Duration(h.TimeNs))
+	var row Row
+	var err error
+	if sender {
+		row, err = sess.send(sendSpec{bytes: h.Bytes, dur: time.Duration(h.TimeNs)})
+	} else {
+		row, err = sess.receive(out)
+	}
+	row.Intervals = mon.stop()
+	if err != nil {
+		err = explain(err, "client", proto, peer, &s.o.tr)
+		s.logf("%s client %s: %v", proto, peer, err)
+		return err
+	}
+	row.Direction = "client->server"
+	if sender {
+		row.Direction = "server->client"
+	}
+	row.File = h.Name
+	s.outMu.Lock()
+	defer s.outMu.Unlock()
+	if s.o.out.json {
+		writeJSONLine(s.stdout, row)
+	} else {
+		fmt.Fprintf(s.stdout, "%s", prefix)
+		summaryLines(s.stdout, &row)
+		if h.Mode == modeFile && row.SHA256OK {
+			fmt.Fprintf(s.stdout, "%sstored %q in %s: %d bytes, sha256 %s\n", prefix, h.Name, s.o.dir, row.Bytes, row.ReceiverSHA256)
+		}
+	}
+	if !row.SHA256OK {
+		return fmt.Errorf("sha256 mismatch with client %s", peer)
+	}
+	return nil
+}

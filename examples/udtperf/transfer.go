@@ -1,0 +1,282 @@
+package main
+
+import (
+	"bufio"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math"
+	mrand "math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// session is one transfer on an established connection, from either end.
+type session struct {
+	c      transportConn
+	r      *bufio.Reader
+	proto  string
+	cc     string
+	strict bool
+	moved  atomic.Int64 // payload bytes sent (sender) or received (receiver) so far
+	start  atomic.Int64 // unix ns when the data phase started; 0 before
+}
+
+func newSession(c transportConn, proto string, tr *transportFlags) *session {
+	s := &session{c: c, r: bufio.NewReaderSize(c, 256<<10), proto: proto}
+	if proto == "udt" {
+		s.cc, s.strict = tr.cc, tr.strict
+	}
+	return s
+}
+
+// sendSpec says what the sender sends: generated data for a time or a byte count, or a file.
+type sendSpec struct {
+	bytes int64
+	dur   time.Duration
+	src   io.Reader // nil: generated data
+}
+
+// peerMsg is the receiver's report as read by the sender's reader goroutine.
+type peerMsg struct {
+	rep report
+	err error
+}
+
+// endGrace bounds how long an end waits at the close for its peer (to read a last message).
+const endGrace = 5 * time.Second
+
+// send runs the sender's side: frames until the spec is met, the end marker and trailer, then
+// the reports. It returns the row; a digest mismatch or a peer's error is an error.
+func (s *session) send(spec sendSpec) (Row, error) {
+	begin := time.Now()
+	s.start.Store(begin.UnixNano())
+	cpu0, cpuOK := processCPU()
+	h := sha256.New()
+	peer := make(chan peerMsg, 1)
+	go func() { // the receiver speaks only at the end, or early to report a failure
+		var m peerMsg
+		m.err = readMsg(s.r, &m.rep)
+		peer <- m
+	}()
+	sent, err := s.sendFrames(spec, h, peer, begin)
+	if err != nil {
+		return Row{}, s.peerError(err, peer)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	if err := s.writeEnd(sent, sum); err != nil {
+		return Row{}, s.peerError(err, peer)
+	}
+	m := <-peer
+	if m.err != nil {
+		return Row{}, m.err
+	}
+	if m.rep.Error != "" {
+		return Row{}, &peerFailure{m.rep.Error}
+	}
+	own := s.ownReport(true, sent, sum, begin, cpu0, cpuOK)
+	if err := writeMsg(s.c, &own); err != nil {
+		return Row{}, err
+	}
+	drain(s.c, s.r, endGrace) // the receiver closes once it has our report
+	return makeRow(&own, &m.rep), nil
+}
+
+// sendFrames writes data frames until the spec is met or the receiver reports early.
+func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begin time.Time) (int64, error) {
+	frames := dataFrames()
+	buf := make([]byte, 4+frameSize)
+	var sent int64
+	for i := 0; ; i++ {
+		select {
+		case m := <-peer:
+			peer <- m // let peerError see it
+			if m.err != nil {
+				return sent, m.err
+			}
+			return sent, &protocolError{"receiver reported before the end of the data"}
+		default:
+		}
+		n := int64(frameSize)
+		if spec.bytes > 0 {
+			if n = min(n, spec.bytes-sent); n == 0 {
+				return sent, nil
+			}
+		} else if time.Since(begin) >= spec.dur {
+			return sent, nil
+		}
+		frame := frames[i%len(frames)]
+		switch {
+		case spec.src != nil:
+			if _, err := io.ReadFull(spec.src, buf[4:4+n]); err != nil {
+				if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+					err = fmt.Errorf("file ended after about %d of %d bytes (changed while sending?)", sent, spec.bytes)
+				}
+				return sent, &localError{err}
+			}
+			frame = buf[:4+n]
+			binary.BigEndian.PutUint32(frame, uint32(n))
+		case n < frameSize:
+			copy(buf[4:], frame[4:4+n])
+			frame = buf[:4+n]
+			binary.BigEndian.PutUint32(frame, uint32(n))
+		}
+		h.Write(frame[4:])
+		if _, err := s.c.Write(frame); err != nil {
+			return sent, err
+		}
+		sent += n
+		s.moved.Add(n)
+	}
+}
+
+func (s *session) writeEnd(sent int64, sum string) error {
+	if _, err := s.c.Write(make([]byte, 4)); err != nil {
+		return err
+	}
+	return writeMsg(s.c, &trailer{Bytes: sent, SHA256: sum})
+}
+
+// peerError prefers the receiver's own explanation (e.g. disk full) to the write error it
+// caused, waiting briefly for it.
+func (s *session) peerError(err error, peer chan peerMsg) error {
+	var le *localError
+	if errors.As(err, &le) {
+		return le.err
+	}
+	select {
+	case m := <-peer:
+		if m.err == nil && m.rep.Error != "" {
+			return &peerFailure{m.rep.Error}
+		}
+	case <-time.After(time.Second):
+	}
+	return err
+}
+
+// sink receives a file; nil means discard.
+type sink interface {
+	io.Writer
+	Commit() error // the data is complete and verified: keep it
+	Abort()        // remove what was written
+}
+
+// receive runs the receiver's side into out (nil: discard) and returns the row.
+func (s *session) receive(out sink) (Row, error) {
+	begin := time.Now()
+	s.start.Store(begin.UnixNano())
+	cpu0, cpuOK := processCPU()
+	h := sha256.New()
+	buf := make([]byte, maxFrame)
+	var got int64
+	fail := func(err error) (Row, error) {
+		if out != nil {
+			out.Abort()
+		}
+		return Row{}, err
+	}
+	for {
+		n, err := readFrameHeader(s.r)
+		if err != nil {
+			return fail(err)
+		}
+		if n == 0 {
+			break
+		}
+		if _, err := io.ReadFull(s.r, buf[:n]); err != nil {
+			return fail(err)
+		}
+		h.Write(buf[:n])
+		if out != nil {
+			if _, err := out.Write(buf[:n]); err != nil {
+				out.Abort()
+				err = fmt.Errorf("%v (partial file removed)", err)
+				writeMsg(s.c, &report{Error: err.Error()})
+				drain(s.c, s.r, endGrace)
+				return Row{}, &localError{err}
+			}
+		}
+		got += int64(n)
+		s.moved.Add(int64(n))
+	}
+	var tr trailer
+	if err := readMsg(s.r, &tr); err != nil {
+		return fail(err)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	own := s.ownReport(false, got, sum, begin, cpu0, cpuOK)
+	if out != nil {
+		if tr.Bytes != got || tr.SHA256 != sum {
+			out.Abort()
+		} else if err := out.Commit(); err != nil {
+			own.Error = err.Error()
+		}
+	}
+	if err := writeMsg(s.c, &own); err != nil {
+		return Row{}, err
+	}
+	if own.Error != "" {
+		drain(s.c, s.r, endGrace)
+		return Row{}, &localError{errors.New(own.Error)}
+	}
+	var peer report
+	if err := readMsg(s.r, &peer); err != nil {
+		return Row{}, err
+	}
+	return makeRow(&peer, &own), nil
+}
+
+// ownReport is this end's half of the row.
+func (s *session) ownReport(sender bool, n int64, sum string, begin time.Time, cpu0 time.Duration, cpuOK bool) report {
+	r := report{Bytes: n, SHA256: sum, CPUNs: -1, ElapsedNs: int64(time.Since(begin)), Protocol: s.proto,
+		Backend: s.c.Backend(), CC: s.cc, Strict: s.strict}
+	if cpu1, ok := processCPU(); ok && cpuOK {
+		r.CPUNs = int64(cpu1 - cpu0)
+	}
+	if sender {
+		st := s.c.Stats(true)
+		r.Retrans, r.RTTms, r.PerWake = opt(st.retransPct()), opt(st.rttMs), opt(st.pktsPerWake)
+	}
+	return r
+}
+
+// opt is nil for NaN: JSON null, table "n/a".
+func opt(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+// peerFailure is an error the peer reported.
+type peerFailure struct{ msg string }
+
+func (e *peerFailure) Error() string { return "peer failed: " + e.msg }
+
+// localError is a failure of this end (a file), not of the connection.
+type localError struct{ err error }
+
+func (e *localError) Error() string { return e.err.Error() }
+func (e *localError) Unwrap() error { return e.err }
+
+// dataFrames are ready-made frames of random data (a fresh key per process), so that the
+// sender spends its CPU on the transport and the digest, not on generating data.
+var dataFrames = sync.OnceValue(func() [][]byte {
+	var seed [32]byte
+	rand.Read(seed[:])
+	g := mrand.NewChaCha8(seed)
+	frames := make([][]byte, 8)
+	for i := range frames {
+		f := make([]byte, 4+frameSize)
+		binary.BigEndian.PutUint32(f, frameSize)
+		g.Read(f[4:])
+		frames[i] = f
+	}
+	return frames
+})
