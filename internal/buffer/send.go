@@ -1,0 +1,174 @@
+package buffer
+
+import (
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// SendBuffer holds the bytes an application wrote until the peer
+// acknowledges them: first unsent, then sent and awaiting an ACK (and perhaps
+// retransmission).
+//
+// Capacity is a whole number of packet slots of PayloadSize bytes (like
+// UDT_SNDBUF, spec §7.1). Bytes are cut into packets when they are first
+// sent, not when written: [SendBuffer.Write] appends to the last slot while
+// that packet has not been sent yet, so small writes coalesce into full
+// packets. Each packet gets the next sequence number when [SendBuffer.Next]
+// hands it out for its first transmission; it keeps that number and its
+// message number for every retransmission.
+//
+// Message numbers: UDT 4.11 numbers one message per send() call, but in
+// stream mode the receiver ignores message numbers and boundaries (spec
+// §7.3). Because writes coalesce, each packet is its own message here: the
+// numbers go 1, 2, … per packet (wrapping as [seqno.Msg.Next]) and every
+// packet is a solo message (FF = 11, O = 0).
+type SendBuffer struct {
+	st      store
+	n       int       // slots
+	payload int       // bytes per slot
+	lens    []uint16  // bytes in each slot
+	msgs    []uint32  // message number of each sent slot
+	head    int       // slot of the oldest unacknowledged packet
+	used    int       // slots in use: [head, head+used)
+	sent    int       // of which sent: [head, head+sent)
+	ack     seqno.Seq // sequence number of the head slot (SndLastAck)
+	nextMsg seqno.Msg
+	bytes   int // bytes held
+}
+
+// NewSendBuffer returns a send buffer of capacity bytes (rounded down to
+// whole packets, at least 1) in packets of payload bytes (see
+// [PayloadSize]; at most 65535 and PageSize) whose first packet will carry
+// sequence number isn.
+func NewSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
+	payload = max(1, min(payload, 65535, PageSize))
+	n := max(1, capacity/payload)
+	b := &SendBuffer{n: n, payload: payload, lens: make([]uint16, n), msgs: make([]uint32, n), ack: isn, nextMsg: seqno.FirstMsg}
+	b.st.init(n, payload)
+	return b
+}
+
+func (b *SendBuffer) slot(k int) int {
+	i := b.head + k
+	if i >= b.n {
+		i -= b.n
+	}
+	return i
+}
+
+// Write copies as much of p as fits and returns how many bytes it took; 0
+// means the buffer is full and the caller should wait for an ACK (flow
+// control) when p is not empty. It never retains p.
+func (b *SendBuffer) Write(p []byte) int {
+	total := 0
+	if b.used > b.sent { // the last packet is not sent yet: fill it up
+		i := b.slot(b.used - 1)
+		l := int(b.lens[i])
+		k := copy(b.st.bytes(i)[l:], p)
+		b.lens[i] = uint16(l + k)
+		p, total = p[k:], k
+	}
+	for len(p) > 0 && b.used < b.n {
+		i := b.slot(b.used)
+		k := copy(b.st.acquire(i), p)
+		b.lens[i] = uint16(k)
+		b.used++
+		p, total = p[k:], total+k
+	}
+	b.bytes += total
+	return total
+}
+
+// Next hands out the oldest unsent packet for its first transmission: its
+// sequence number (consecutive from the ISN), payload and message number.
+// ok is false when there is no unsent data. The payload aliases the buffer
+// and stays valid and unchanged until the packet is acknowledged.
+func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bool) {
+	if b.sent == b.used {
+		return 0, nil, 0, false
+	}
+	i := b.slot(b.sent)
+	b.msgs[i] = uint32(b.nextMsg)
+	msg = b.nextMsg
+	b.nextMsg = b.nextMsg.Next()
+	seq = b.ack.Add(b.sent)
+	b.sent++
+	return seq, b.st.bytes(i)[:b.lens[i]], msg, true
+}
+
+// Packet looks up a sent, unacknowledged packet for retransmission. ok is
+// false if seq was acknowledged already or never sent. The payload aliases
+// the buffer as in Next.
+func (b *SendBuffer) Packet(seq seqno.Seq) (payload []byte, msg seqno.Msg, ok bool) {
+	d := seqno.Offset(b.ack, seq)
+	if d < 0 || d >= b.sent {
+		return nil, 0, false
+	}
+	i := b.slot(d)
+	return b.st.bytes(i)[:b.lens[i]], seqno.Msg(b.msgs[i]), true
+}
+
+// Ack frees every packet before seq (the ACK number: the first packet the
+// peer has not received, spec §2.3) and returns how many it freed. An ACK at
+// or before the current one frees nothing; one beyond the next unsent packet
+// returns ErrAckBeyondSent and changes nothing.
+func (b *SendBuffer) Ack(seq seqno.Seq) (int, error) {
+	d := seqno.Offset(b.ack, seq)
+	if d <= 0 {
+		return 0, nil
+	}
+	if d > b.sent {
+		return 0, ErrAckBeyondSent
+	}
+	for k := range d {
+		i := b.slot(k)
+		b.bytes -= int(b.lens[i])
+		b.st.release(i)
+	}
+	b.head = b.slot(d)
+	b.used -= d
+	b.sent -= d
+	b.ack = seq
+	return d, nil
+}
+
+// AckSeq returns the oldest unacknowledged sequence number (SndLastAck).
+func (b *SendBuffer) AckSeq() seqno.Seq { return b.ack }
+
+// NextSeq returns the sequence number the next new packet will get
+// (SndCurrSeqNo + 1).
+func (b *SendBuffer) NextSeq() seqno.Seq { return b.ack.Add(b.sent) }
+
+// InFlight returns the number of packets sent and not yet acknowledged.
+func (b *SendBuffer) InFlight() int { return b.sent }
+
+// Unsent returns the number of packets (the last perhaps partial) not yet
+// sent.
+func (b *SendBuffer) Unsent() int { return b.used - b.sent }
+
+// Buffered returns the number of bytes held, sent or not.
+func (b *SendBuffer) Buffered() int { return b.bytes }
+
+// Free returns how many bytes Write would accept now: the free slots plus
+// the room left in an unsent last packet. Partly filled packets that were
+// already sent occupy a whole slot until acknowledged.
+func (b *SendBuffer) Free() int {
+	f := (b.n - b.used) * b.payload
+	if b.used > b.sent {
+		f += b.payload - int(b.lens[b.slot(b.used-1)])
+	}
+	return f
+}
+
+// Cap returns the capacity in packets; Cap()·PayloadSize() is the capacity
+// in bytes.
+func (b *SendBuffer) Cap() int { return b.n }
+
+// PayloadSize returns the payload bytes per packet.
+func (b *SendBuffer) PayloadSize() int { return b.payload }
+
+// Release returns the buffer's memory to the pool. Neither the buffer nor
+// any payload it handed out may be used afterwards.
+func (b *SendBuffer) Release() {
+	b.st.releaseAll()
+	b.used, b.sent, b.bytes = 0, 0, 0
+}
