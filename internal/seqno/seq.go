@@ -94,7 +94,8 @@ func (a Seq) LessEq(b Seq) bool { return Offset(a, b) >= 0 }
 // Len returns the number of sequence numbers in the inclusive range a..b,
 // walking forward from a (UDT's seqlen): Len(a, a) == 1, Len(MaxSeq, 0) == 2.
 // The result is in [1, 2^31]; callers use it only for ranges they built with
-// a ≤ b in circular order.
+// a ≤ b in circular order. (On 32-bit platforms the one full-circle case,
+// 2^31, does not fit in an int; no window comes near it.)
 func Len(a, b Seq) int {
 	if a <= b {
 		return int(b) - int(a) + 1

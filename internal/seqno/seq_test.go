@@ -1,6 +1,7 @@
 package seqno
 
 import (
+	"math"
 	"math/rand"
 	"reflect"
 	"testing"
@@ -106,7 +107,7 @@ func checkPair(t *testing.T, a, b Seq) {
 
 func TestSeqAgainstReference(t *testing.T) {
 	f := func(a, b Seq) bool { checkPair(t, a, b); return true }
-	if err := quick.Check(f, &quick.Config{MaxCount: 200000}); err != nil {
+	if err := quick.Check(f, &quick.Config{MaxCount: 100000}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -132,7 +133,7 @@ func TestSeqTable(t *testing.T) {
 		a, b    Seq
 		cmp     int
 		off     int
-		length  int
+		length  int64
 		comment string
 	}{
 		{0, 0, 0, 0, 1, "equal"},
@@ -151,7 +152,10 @@ func TestSeqTable(t *testing.T) {
 		if got := Offset(tt.a, tt.b); got != tt.off {
 			t.Errorf("%s: Offset(%d,%d)=%d want %d", tt.comment, tt.a, tt.b, got, tt.off)
 		}
-		if got := Len(tt.a, tt.b); got != tt.length {
+		if tt.length > math.MaxInt {
+			continue // 32-bit platforms
+		}
+		if got := Len(tt.a, tt.b); int64(got) != tt.length {
 			t.Errorf("%s: Len(%d,%d)=%d want %d", tt.comment, tt.a, tt.b, got, tt.length)
 		}
 		checkPair(t, tt.a, tt.b)
