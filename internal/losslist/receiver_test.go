@@ -2,6 +2,7 @@ package losslist
 
 import (
 	"errors"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -263,5 +264,32 @@ func BenchmarkReceiverGapAndFill(b *testing.B) {
 		}
 		next = next.Add(10)
 		now = now.Add(100 * time.Microsecond)
+	}
+}
+
+// BenchmarkReceiverWorstCase fills a 25 600-packet window with 12 800
+// single-packet gaps (every other packet lost) and fills them in random order:
+// each Remove shifts up to half the ranges.
+func BenchmarkReceiverWorstCase(b *testing.B) {
+	const w = 25600
+	r := NewReceiver(w)
+	order := rand.New(rand.NewPCG(1, 1)).Perm(w / 2)
+	base := seqno.MaxSeq - 100
+	b.ReportAllocs()
+	i := len(order)
+	for b.Loop() {
+		if i == len(order) {
+			b.StopTimer()
+			r.Clear()
+			for k := range w / 2 {
+				r.Insert(base.Add(2*k), base.Add(2*k), t0)
+			}
+			i = 0
+			b.StartTimer()
+		}
+		if !r.Remove(base.Add(2 * order[i])) {
+			b.Fatal("missing")
+		}
+		i++
 	}
 }

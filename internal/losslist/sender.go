@@ -13,8 +13,9 @@ import (
 // Every member lies in [Base, Base+Window), where Base is the oldest
 // unacknowledged sequence number (the sender's SndLastAck). The set is a
 // bitmap of Window bits (rounded up to a power of two, at least 64) indexed
-// by sequence number, so memory is fixed at construction (3.2 KiB for the
-// default 25 600-packet window) and no input, however hostile, makes an
+// by sequence number, so memory is fixed at construction, Window/8 bytes
+// (4 KiB for the default 25 600-packet window, rounded up to 32 768; callers
+// must bound the window they pass, e.g. a peer's handshake flow window), and no input, however hostile, makes an
 // operation cost more than O(Window/64) word operations. Insert and
 // RemoveBefore cost O(range/64); PopFront is amortised O(1) for in-order use.
 type Sender struct {
