@@ -83,19 +83,6 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-func TestNftRules(t *testing.T) {
-	r := Config{Loss: 1}.nftRules()
-	for _, want := range []string{"table inet udttb", "hook forward", `iifname "dly0" counter`,
-		`iifname "dly0" numgen random mod 100000 < 1000 counter drop`} {
-		if !strings.Contains(r, want) {
-			t.Errorf("rules lack %q:\n%s", want, r)
-		}
-	}
-	if r := (Config{}).nftRules(); strings.Contains(r, "drop") {
-		t.Errorf("0 %% loss must not drop:\n%s", r)
-	}
-}
-
 func TestParseFlags(t *testing.T) {
 	o, err := parseFlags([]string{"-rate", "50mbit", "-rtt", "20ms", "-loss", "0.1", "--", "srv", "-x", "--", "cli", "{B}"})
 	if err != nil {

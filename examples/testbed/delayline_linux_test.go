@@ -3,6 +3,7 @@
 package main
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -37,5 +38,18 @@ func TestLateSummary(t *testing.T) {
 	s := DelayLineStats{Late: [6]uint64{5, 0, 2, 0, 0, 1}}
 	if got, want := s.LateSummary(), "early/on time 5, ≤1ms 2, >100ms 1"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+func TestNftRules(t *testing.T) {
+	r := Config{Loss: 1}.nftRules()
+	for _, want := range []string{"table inet udttb", "hook forward", `iifname "dly0" counter`,
+		`iifname "dly0" numgen random mod 100000 < 1000 counter drop`} {
+		if !strings.Contains(r, want) {
+			t.Errorf("rules lack %q:\n%s", want, r)
+		}
+	}
+	if r := (Config{}).nftRules(); strings.Contains(r, "drop") {
+		t.Errorf("0 %% loss must not drop:\n%s", r)
 	}
 }

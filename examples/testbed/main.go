@@ -62,7 +62,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.matrix.run, "matrix", false, "run the comparison matrix (rate × rtt × loss × protocol)")
 	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, udt and TCP CUBIC")
 	fs.BoolVar(&o.matrix.json, "json", false, "with -matrix: print {\"results\": [...]} as JSON after the table")
-	fs.StringVar(&o.matrix.plot, "plot", "", "with -matrix: write a PNG plot of goodput per scenario to this file")
+	fs.StringVar(&o.matrix.plot, "plot", "testbed-matrix.png", "with -matrix: PNG plot of goodput per scenario (none: no plot)")
 	fs.DurationVar(&o.matrix.duration, "time", 10*time.Second, "with -matrix: duration of each transfer")
 	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,cubic,bbr,quic")
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")

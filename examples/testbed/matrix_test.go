@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestScenarios(t *testing.T) {
+	full := scenarios(false)
+	if len(full) != 9 {
+		t.Fatalf("full matrix has %d scenarios, want 3 RTTs × 3 losses", len(full))
+	}
+	seen := map[Scenario]bool{}
+	for _, s := range full {
+		if s.Rate != 100e6 || seen[s] {
+			t.Errorf("bad or duplicate scenario %v", s)
+		}
+		seen[s] = true
+	}
+	for _, want := range []Scenario{{100e6, 0, 0}, {100e6, 20 * time.Millisecond, 0.1}, {100e6, 100 * time.Millisecond, 1}} {
+		if !seen[want] {
+			t.Errorf("missing %v", want)
+		}
+	}
+	if q := scenarios(true); len(q) != 2 || q[0].RTT != 100*time.Millisecond || q[0].Loss != 0 || q[1].Loss != 1 {
+		t.Errorf("quick = %v", q)
+	}
+}
+
+func TestSelectProtocols(t *testing.T) {
+	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,tcp-cubic,tcp-bbr,quic" {
+		t.Errorf("default = %v", p)
+	}
+	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,tcp-cubic" {
+		t.Errorf("quick = %v", p)
+	}
+	if p, err := selectProtocols("cubic, BBR,cubic", false); err != nil || strings.Join(p, ",") != "tcp-cubic,tcp-bbr" {
+		t.Errorf("aliases = %v, %v", p, err)
+	}
+	if _, err := selectProtocols("sctp", false); err == nil {
+		t.Error("unknown protocol accepted")
+	}
+}
+
+func sampleRows() []Row {
+	a := newRow(protoTCPCubic, Scenario{100e6, 100 * time.Millisecond, 1})
+	a.GoodputMbps, a.RetransPct, a.SHA256OK = 1.3, 1.45, true
+	b := newRow(protoUDT, Scenario{100e6, 100 * time.Millisecond, 1})
+	b.Error = "udtperf missing"
+	return []Row{a, b}
+}
+
+func TestWriteJSONSchema(t *testing.T) {
+	var buf bytes.Buffer
+	if err := writeJSON(&buf, sampleRows()); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Results []map[string]any `json:"results"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Results) != 2 {
+		t.Fatalf("%d results", len(doc.Results))
+	}
+	for _, k := range []string{"protocol", "rate_mbps", "rtt_ms", "loss_pct", "goodput_mbps", "retrans_pct", "sha256_ok"} {
+		if _, ok := doc.Results[0][k]; !ok {
+			t.Errorf("row lacks %q", k)
+		}
+	}
+	if doc.Results[0]["rtt_ms"] != 100.0 || doc.Results[0]["rate_mbps"] != 100.0 || doc.Results[1]["error"] != "udtperf missing" {
+		t.Errorf("rows = %v", doc.Results)
+	}
+	buf.Reset()
+	writeJSON(&buf, nil)
+	if !strings.Contains(buf.String(), `"results": []`) {
+		t.Errorf("empty matrix JSON = %s", buf.String())
+	}
+}
+
+func TestPrintTable(t *testing.T) {
+	var buf bytes.Buffer
+	printTable(&buf, sampleRows())
+	out := buf.String()
+	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | — | — | error: udtperf missing |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestWritePlot(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "m.png")
+	if err := writePlot(f, sampleRows()); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+		t.Fatalf("not a PNG (%v)", err)
+	}
+	if writePlot(f, nil) == nil {
+		t.Error("plot of nothing: want an error")
+	}
+}

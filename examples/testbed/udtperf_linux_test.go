@@ -1,0 +1,23 @@
+//go:build linux
+
+package main
+
+import "testing"
+
+func TestParseUdtperfJSON(t *testing.T) {
+	one := `{"protocol":"udt","backend":"hybrid","goodput_mbps":95.5,"retrans_pct":1.2,"rtt_ms":100.3,"sha256_ok":true,"seconds":10}`
+	r, err := parseUdtperfJSON([]byte(one), "udt")
+	if err != nil || r.GoodputMbps != 95.5 || r.RetransPct != 1.2 || !r.SHA256OK || r.Seconds != 10 {
+		t.Errorf("single object: %+v, %v", r, err)
+	}
+	many := `{"results":[{"protocol":"udt","goodput_mbps":90,"sha256_ok":true},{"protocol":"quic","goodput_mbps":40,"retrans_pct":2,"sha256_ok":false}]}`
+	r, err = parseUdtperfJSON([]byte(many), "quic")
+	if err != nil || r.GoodputMbps != 40 || r.SHA256OK {
+		t.Errorf("results, quic row: %+v, %v", r, err)
+	}
+	for _, bad := range []string{"", "not json", `{"protocol":"udt"}`, `{"results":[]}`} {
+		if _, err := parseUdtperfJSON([]byte(bad), "udt"); err == nil {
+			t.Errorf("parseUdtperfJSON(%q): want an error", bad)
+		}
+	}
+}
