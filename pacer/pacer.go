@@ -131,23 +131,29 @@ func (h *Handle) Schedule(at time.Time) {
 // Remove unregisters the flow. It is idempotent and safe from any goroutine. When it returns,
 // Release is not running and will not be called again, except when Remove is called from inside
 // that flow's own Release on the pacer goroutine: then it returns at once and Release is not
-// called again after the current call.
+// called again after the current call. If the pacer was waiting for this flow, it is woken to
+// wait for the next one instead (or without deadline when none is left).
 func (h *Handle) Remove() {
 	p := h.p
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if h.removed {
+		p.mu.Unlock()
 		return
 	}
 	h.removed = true
+	// If the pacer is waiting for this flow, wake it to wait for the next one (or idle).
+	wake := h.idx == 0 && p.waiting
 	if h.idx >= 0 {
 		p.heap.remove(h.idx)
 	}
-	if p.running != h || goroutineID() == p.goid {
-		return
+	if p.running == h && goroutineID() != p.goid {
+		for p.running == h {
+			p.cond.Wait()
+		}
 	}
-	for p.running == h {
-		p.cond.Wait()
+	p.mu.Unlock()
+	if wake {
+		p.w.Wake()
 	}
 }
 

@@ -93,6 +93,7 @@ func TestPacerExactDepartures(t *testing.T) {
 		w := &flowCountingWaiter{Waiter: pacer.NewGoTimer()}
 		p := pacer.New(w, pacer.Config{})
 		defer p.Close()
+		synctest.Wait()                           // the pacer is blocked idle
 		start := time.Now().Add(time.Millisecond) // all queued before the first is due
 		periods := []time.Duration{100 * us, 130 * us, 1 * time.Millisecond, 7 * us}
 		flows := make([]*flowPeriodic, len(periods))
