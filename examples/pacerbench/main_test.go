@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// TestMain lets the test binary act as pacerbench itself (for the exit-status tests).
+func TestMain(m *testing.M) {
+	if os.Getenv("PACERBENCH_AS_MAIN") == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// runJSON runs one command line in-process and decodes its JSON array.
+func runJSON(t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if err := run(append(args, "-json"), &out, &errOut); err != nil {
+		t.Fatalf("%v: %v (stderr: %s)", args, err, errOut.String())
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &rows); err != nil {
+		t.Fatalf("%v: stdout is not one JSON array: %v\n%s", args, err, out.String())
+	}
+	if len(rows) == 0 {
+		t.Fatalf("%v: no rows", args)
+	}
+	return rows
+}
+
+func checkFields(t *testing.T, rows []map[string]any, mode string, fields ...string) {
+	t.Helper()
+	for _, r := range rows {
+		if r["mode"] != mode {
+			t.Errorf("mode = %v, want %s", r["mode"], mode)
+		}
+		if _, ok := r["backend"].(string); !ok {
+			t.Errorf("no backend in %v", r)
+		}
+		for _, f := range fields {
+			if _, ok := r[f]; !ok {
+				t.Errorf("%s row lacks %q: %v", mode, f, r)
+			}
+		}
+		for _, f := range []string{"within5", "within10"} {
+			if v, ok := r[f].(float64); ok && (v < 0 || v > 1) {
+				t.Errorf("%s = %v outside [0,1]", f, v)
+			}
+		}
+	}
+}
+
+func TestSmokeWait(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	png := filepath.Join(t.TempDir(), "w.png")
+	rows := runJSON(t, "wait", "-n", "20", "-waits", "10us,200us", "-plot", png)
+	checkFields(t, rows, "wait", "wait_us", "n", "mean_us", "median_us", "min_us", "max_us", "stddev_us",
+		"p99_us", "within5", "within10", "cpu_us_per_wait")
+	for _, r := range rows {
+		if r["n"].(float64) != 20 {
+			t.Errorf("n = %v", r["n"])
+		}
+		if r["min_us"].(float64) < r["wait_us"].(float64) {
+			t.Errorf("%s: a wait of %v µs took only %v µs", r["backend"], r["wait_us"], r["min_us"])
+		}
+	}
+	if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+		t.Errorf("plot not written: %v", err)
+	}
+}
+
+func TestSmokePeriodic(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rows := runJSON(t, "periodic", "-backends", "gotimer,hybrid", "-tasks", "2", "-n", "10", "-duration", "2s")
+	checkFields(t, rows, "periodic", "task", "period_us", "n", "avg_us", "stddev_us", "within5", "within10")
+	if len(rows) != 4 {
+		t.Fatalf("%d rows, want 2 backends × 2 tasks", len(rows))
+	}
+	for _, r := range rows {
+		if r["n"].(float64) != 10 {
+			t.Errorf("n = %v, want 10 intervals", r["n"])
+		}
+	}
+}
+
+func TestSmokeRate(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, strict := range []string{"-strict=false", "-strict"} {
+		rows := runJSON(t, "rate", "-backends", "gotimer,spin", "-rate", "20mbit", "-duration", "100ms", strict)
+		checkFields(t, rows, "rate", "strict", "target_mbps", "achieved_mbps", "late_p50_us", "late_p99_us",
+			"pkts_per_wake_p50", "pkts_per_wake_max", "cpu_pct")
+		for _, r := range rows {
+			if r["target_mbps"].(float64) != 20 || r["achieved_mbps"].(float64) <= 0 {
+				t.Errorf("rate row %v", r)
+			}
+		}
+	}
+}
+
+func TestParseRate(t *testing.T) {
+	for in, want := range map[string]float64{"500mbit": 500e6, "1.5Gbit": 1.5e9, "800kbit": 800e3, "1000bit": 1000, "64000": 64000} {
+		if got, err := parseRate(in); err != nil || got != want {
+			t.Errorf("parseRate(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "0", "-5mbit", "0mbit", "fast", "NaNmbit", "Infbit", "5mbps"} {
+		if _, err := parseRate(in); err == nil {
+			t.Errorf("parseRate(%q) accepted", in)
+		}
+	}
+}
+
+// TestBadCommandLines runs the binary: each bad command line exits non-zero with one line on
+// stderr naming what is valid, and nothing on stdout.
+func TestBadCommandLines(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"bogus"}, "valid: wait, periodic, rate"},
+		{[]string{"-backends", "hybrid,nope"}, "valid: hybrid, nanosleep, timerfd, spin, gotimer"},
+		{[]string{"rate", "-rate", "0"}, "rate > 0"},
+		{[]string{"rate", "-rate", "-3mbit"}, "rate > 0"},
+		{[]string{"rate", "-duration", "-1s"}, "must be > 0"},
+		{[]string{"wait", "-waits", "10us,-5us"}, "positive Go durations"},
+		{[]string{"wait", "-n", "-1"}, "≥ 0"},
+		{[]string{"periodic", "-tasks", "0"}, "≥ 1"},
+		{[]string{"wait", "-frobnicate"}, "-h for the valid flags"},
+		{[]string{"wait", "extra"}, "modes: wait, periodic, rate"},
+	} {
+		cmd := exec.Command(os.Args[0], c.args...)
+		cmd.Env = append(os.Environ(), "PACERBENCH_AS_MAIN=1")
+		var out, errOut bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		err := cmd.Run()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() == 0 {
+			t.Errorf("%v: exit %v, want non-zero", c.args, err)
+			continue
+		}
+		msg := errOut.String()
+		if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.want) {
+			t.Errorf("%v: stderr %q, want one line containing %q", c.args, msg, c.want)
+		}
+		if out.Len() != 0 {
+			t.Errorf("%v: stdout %q", c.args, out.String())
+		}
+	}
+}
