@@ -40,7 +40,7 @@ type SchedulerConfig struct {
 // does not lower the rate: late packets leave at once, at most Burst per Release. Credit is
 // bounded: after an idle period or a long stall the schedule is re-anchored so that at most
 // Burst packets are due at once (like the budget of quic-go's pacer, and unlike UDT4's
-// unbounded TimeDiff compensation, spec §9.3).
+// TimeDiff compensation, which repays any accumulated lateness back to back, spec §9.3).
 //
 // Strict mode has no catch-up (see SchedulerConfig.Strict).
 //
