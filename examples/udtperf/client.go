@@ -88,7 +88,7 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 		if errors.Is(err, context.DeadlineExceeded) {
 			return Row{}, fmt.Errorf("no %s server answers at %s (no handshake within %v)", proto, addr, tr.handshake)
 		}
-		return Row{}, errors.New(describeNetError(err, proto, addr, tr))
+		return Row{}, errors.New(describeNetError(err, proto, addr, tr, true))
 	}
 	defer c.Close()
 	s := newSession(c, proto, tr)
@@ -139,5 +139,5 @@ func explain(err error, who, proto, peer string, tr *transportFlags) error {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return fmt.Errorf("connection to %s %s closed by the peer in mid-transfer", who, peer)
 	}
-	return errors.New(describeNetError(err, proto, peer, tr))
+	return errors.New(describeNetError(err, proto, peer, tr, false))
 }

@@ -32,7 +32,7 @@ type transportFlags struct {
 	idle      time.Duration
 }
 
-func (t *transportFlags) register(fs *flag.FlagSet, pacerHelp string) {
+func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
 	fs.StringVar(&t.cc, "cc", "udt", "udt congestion control: udt (native DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
@@ -69,7 +69,7 @@ type outputFlags struct {
 	noProgress bool
 }
 
-func (o *outputFlags) register(fs *flag.FlagSet, interval time.Duration) {
+func (o *outputFlags) register(fs *cmdFlags, interval time.Duration) {
 	fs.BoolVar(&o.json, "json", false, "print one JSON document on stdout instead of text (logs stay on stderr)")
 	fs.DurationVar(&o.interval, "interval", interval, "per-interval report period (0 = none)")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write this process's CPU profile to the file")
@@ -89,7 +89,7 @@ type limitFlags struct {
 	bytes sizeFlag
 }
 
-func (l *limitFlags) register(fs *flag.FlagSet, def time.Duration, what string) {
+func (l *limitFlags) register(fs *cmdFlags, def time.Duration, what string) {
 	fs.DurationVar(&l.time, "time", def, "transfer duration"+what+" (ignored with -bytes)")
 	fs.Var(&l.bytes, "bytes", "transfer this many bytes"+what+" instead of -time (e.g. 2MiB, 1GiB, 500MB)")
 }
@@ -141,22 +141,28 @@ type clientOptions struct {
 
 // newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
 // to stderr only on -h.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+func newFlagSet(name, synopsis string, stderr io.Writer) *cmdFlags {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.Usage = func() {
+	fs.Usage = func() {} // errors are reported in one line by run; -h prints the usage below
+	return &cmdFlags{fs, func() {
 		fs.SetOutput(stderr)
 		fmt.Fprintf(stderr, "usage: %s\n\n", synopsis)
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
-	}
-	return fs
+	}}
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// cmdFlags is a subcommand's flag set and its -h text.
+type cmdFlags struct {
+	*flag.FlagSet
+	usage func()
+}
+
+func parseFlags(fs *cmdFlags, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			fs.Usage()
+			fs.usage()
 			return errHelp
 		}
 		return usageError{err}

@@ -208,23 +208,24 @@ func (l tcpListener) Accept(ctx context.Context) (transportConn, error) {
 func (l tcpListener) Addr() net.Addr { return l.l.Addr() }
 func (l tcpListener) Close() error   { return l.l.Close() }
 
-// describeNetError turns a transport error into words a user acts on.
-func describeNetError(err error, proto, peer string, tr *transportFlags) string {
+// describeNetError turns a transport error into words a user acts on; dialing tells whether
+// the connection was being set up.
+func describeNetError(err error, proto, peer string, tr *transportFlags, dialing bool) string {
 	var ne net.Error
+	timeout := errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 	switch {
-	case errors.Is(err, conn.ErrHandshakeTimeout):
-		return fmt.Sprintf("no udt server answers at %s (no handshake reply within %v)", peer, tr.handshake)
-	case errors.Is(err, conn.ErrPeerIdle):
-		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+	case errors.Is(err, conn.ErrHandshakeTimeout), dialing && timeout:
+		return fmt.Sprintf("no %s server answers at %s (no handshake within %v)", proto, peer, tr.handshake)
 	case errors.Is(err, conn.ErrPeerShutdown), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("no %s server at %s (connection refused)", proto, peer)
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("%s connection to %s timed out (%v)", proto, peer, err)
 	}
-	if s := quicErrorText(err, peer, tr); s != "" {
+	if s := quicErrorText(err, proto, peer, tr); s != "" {
 		return s
+	}
+	if timeout { // udt's dead-peer detection, tcp's idle deadline
+		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
 	}
 	return fmt.Sprintf("%s connection to %s: %v", proto, peer, err)
 }

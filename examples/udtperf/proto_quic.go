@@ -168,13 +168,13 @@ func (q *quicConn) Stats(sender bool) linkStats {
 }
 
 // quicErrorText explains quic-go's errors, or returns "".
-func quicErrorText(err error, peer string, tr *transportFlags) string {
+func quicErrorText(err error, proto, peer string, tr *transportFlags) string {
 	var idle *quic.IdleTimeoutError
 	var hs *quic.HandshakeTimeoutError
 	var app *quic.ApplicationError
 	switch {
 	case errors.As(err, &hs):
-		return fmt.Sprintf("no quic server answers at %s (no handshake within %v)", peer, tr.handshake)
+		return fmt.Sprintf("no %s server answers at %s (no handshake within %v)", proto, peer, tr.handshake)
 	case errors.As(err, &idle):
 		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
 	case errors.As(err, &app) && app.Remote:

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestBadFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-bogus"}, "flag provided but not defined"},
+		{[]string{"client"}, "needs -connect"},
+		{[]string{"client", "-connect", "h:1", "-proto", "sctp"}, `unknown -proto "sctp"`},
+		{[]string{"-pacer", "hybrid,nope"}, `unknown -pacer "nope"`},
+		{[]string{"-cc", "vegas"}, "bad -cc"},
+		{[]string{"client", "-connect", "h:1", "-bytes", "12XB"}, "bad size"},
+		{[]string{"client", "-connect", "h:1", "-time", "-5s"}, "-time must be positive"},
+		{[]string{"server", "-interval", "1ms"}, "-interval"},
+		{[]string{"client", "-connect", "h:1", "-reverse", "-file", "x"}, "cannot be combined"},
+		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"client", "-connect", "h:1", "extra"}, "unexpected argument"},
+	} {
+		code, out, errOut := runCmd(tc.args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", tc.args, code)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q", tc.args, out)
+		}
+		oneLine(t, errOut, tc.want)
+	}
+	if code, _, errOut := runCmd("client", "-h"); code != 0 || !strings.Contains(errOut, "-connect") {
+		t.Errorf("-h: exit %d, usage %q", code, errOut)
+	}
+}
+
+func TestUnreachable(t *testing.T) {
+	addr := unusedPort(t)
+	for _, tc := range []struct{ proto, want string }{
+		{"udt", "no udt server answers"},
+		{"quic", "no quic server answers"},
+		{"tcp", "connection refused"},
+	} {
+		start := time.Now()
+		code, _, errOut := runCmd("client", "-connect", addr, "-proto", tc.proto, "-handshake-timeout", "1s", "-time", "1s")
+		if code != 1 {
+			t.Errorf("%s: exit %d, want 1", tc.proto, code)
+		}
+		oneLine(t, errOut, tc.want)
+		if d := time.Since(start); d > 20*time.Second { // a hang check, not a timing assertion
+			t.Errorf("%s: took %v", tc.proto, d)
+		}
+	}
+}
+
+// TestServerKilled kills a server process in mid-transfer: the client must give up within its
+// idle timeout with one line, not hang.
+func TestServerKilled(t *testing.T) {
+	for _, proto := range protocols {
+		t.Run(proto, func(t *testing.T) {
+			exe, err := os.Executable()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := exec.Command(exe, "server", "-listen", "127.0.0.1:0", "-proto", proto, "-idle-timeout", "2s")
+			cmd.Env = append(os.Environ(), childEnv+"=1")
+			pipe, err := cmd.StderrPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Wait()
+			defer cmd.Process.Kill()
+			line, _ := bufio.NewReader(pipe).ReadString('\n')
+			m := listeningRE.FindStringSubmatch(line)
+			if m == nil {
+				t.Fatalf("server said %q", line)
+			}
+			go func() {
+				time.Sleep(time.Second)
+				cmd.Process.Kill()
+			}()
+			start := time.Now()
+			code, _, errOut := runCmd("client", "-connect", "127.0.0.1:"+m[1], "-proto", proto,
+				"-time", "60s", "-idle-timeout", "2s", "-interval", "0", "-no-progress")
+			if code != 1 {
+				t.Fatalf("exit %d, want 1", code)
+			}
+			want := "nothing heard for 2s"
+			if proto == "tcp" {
+				want = "closed by the peer"
+			}
+			oneLine(t, errOut, want)
+			if d := time.Since(start); d > 30*time.Second { // a hang check, not a timing assertion
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
