@@ -218,4 +218,3 @@ func testTransport(t *testing.T) *transportFlags {
 	}
 	return tr
 }
-
