@@ -18,7 +18,9 @@ import (
 // goroutine's own thread with PR_SET_TIMERSLACK = 1 ns (the default 50 µs slack would otherwise be
 // added to every wake-up), and elsewhere a time.Timer. Wake interrupts both phases: a futex wake
 // (or the wake channel) ends the sleep, and the spin checks an atomic flag on every iteration.
-// A zero deadline blocks in the Go scheduler until Wake (no CPU, no wake-ups).
+// A zero deadline blocks in the Go scheduler until Wake (no CPU, no wake-ups). When less than
+// 20 µs would be left to sleep, Hybrid spins the whole wait: a shorter sleep saves less CPU than
+// the system call, context switch and timer interrupt it costs, and only adds jitter.
 //
 // Side effect on Linux: the Go runtime threads Hybrid sleeps on keep a timer slack of 1 ns, which
 // only makes their other timed sleeps more precise.
@@ -40,6 +42,7 @@ const (
 	hybridMinMargin = 3 * time.Microsecond
 	hybridMaxMargin = 1500 * time.Microsecond
 	hybridStart     = 100 * time.Microsecond
+	hybridMinSleep  = 20 * time.Microsecond // shorter OS sleeps are not worth their cost
 )
 
 // NewHybrid returns a Hybrid with the starting margin of 100 µs.
@@ -66,7 +69,7 @@ func (h *Hybrid) Wait(deadline time.Time) (woken bool) {
 	}
 	margin := time.Duration(h.margin.Load())
 	wakeAt := deadline.Add(-margin)
-	if time.Until(wakeAt) > 0 {
+	if time.Until(wakeAt) >= hybridMinSleep {
 		woken, late := h.sleep.sleep(&h.wake, wakeAt)
 		if woken {
 			return true

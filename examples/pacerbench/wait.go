@@ -73,6 +73,9 @@ func waitMode(c common, waitList string) error {
 			}
 			cpu := cpuTime() - cpu0
 			bar.Finish()
+			if m, ok := w.(interface{ Margin() time.Duration }); ok {
+				fmt.Fprintf(c.stderr, "pacerbench: %s spin margin after the %v waits: %v\n", name, wait, m.Margin())
+			}
 			hist.add(name, wait.String(), lateness(elapsed, wait))
 			s := summarize(elapsed, wait)
 			rows = append(rows, waitRow{
