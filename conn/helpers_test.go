@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"slices"
 	"testing"
 	"time"
 
@@ -147,4 +148,14 @@ func exchange(t *testing.T, a, b net.Conn, size int) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// reportQuantiles reports the p50 and p99 of d in µs.
+func reportQuantiles(b *testing.B, d []time.Duration, name string) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds()), name+"-p50-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), name+"-p99-µs")
 }
