@@ -26,22 +26,22 @@ func ExampleScheduler() {
 	// at 40µs: 1 released, next at 50µs
 }
 
-// sender is the shape of a connection on the pacer: a queue of packets paced by a Scheduler,
+// exampleSender is the shape of a connection on the pacer: a queue of packets paced by a Scheduler,
 // with UDT's probing packet pair (spec §6.2): the packet after each seq&0xF == 0 leaves at once.
-type sender struct {
+type exampleSender struct {
 	s      *pacer.Scheduler
 	queued int // packets waiting to be sent
 	seq    int // next sequence number
 	t0     time.Time
 }
 
-func (c *sender) send(now time.Time) {
+func (c *exampleSender) send(now time.Time) {
 	fmt.Printf("seq %2d at +%3dµs\n", c.seq, now.Sub(c.t0)/time.Microsecond)
 	c.seq++
 	c.queued--
 }
 
-func (c *sender) Release(now time.Time, max int) (sent int, next time.Time) {
+func (c *exampleSender) Release(now time.Time, max int) (sent int, next time.Time) {
 	n := c.s.Release(now, min(max, c.queued))
 	for range n {
 		probe := c.seq&0xF == 0
@@ -64,7 +64,7 @@ func (c *sender) Release(now time.Time, max int) (sent int, next time.Time) {
 func ExamplePacer() {
 	clk := pacertest.NewClock(time.Unix(0, 0))
 	p := pacer.New(clk, pacer.Config{Now: clk.Now})
-	c := &sender{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond}), queued: 19, t0: clk.Now()}
+	c := &exampleSender{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond}), queued: 19, t0: clk.Now()}
 	h := p.Add(c)
 	h.Schedule(clk.Now()) // data queued: send from now
 	for {

@@ -12,9 +12,9 @@ import (
 	"github.com/udtgo/udt/pacer"
 )
 
-// newBackend constructs the named Waiter, skipping where it is unsupported; it is closed at
+// newPacerBackend constructs the named Waiter, skipping where it is unsupported; it is closed at
 // the end of the test.
-func newBackend(tb testing.TB, name string) pacer.Waiter {
+func newPacerBackend(tb testing.TB, name string) pacer.Waiter {
 	tb.Helper()
 	w, err := pacer.NewWaiter(name)
 	if errors.Is(err, errors.ErrUnsupported) {
@@ -38,7 +38,7 @@ func TestPacerRealBackends(t *testing.T) {
 	for _, name := range pacer.WaiterNames() {
 		t.Run(name, func(t *testing.T) {
 			t.Cleanup(func() { goleak.VerifyNone(t) }) // after the backend's Close (cleanups are LIFO)
-			w := &flowCountingWaiter{Waiter: newBackend(t, name)}
+			w := &flowCountingWaiter{Waiter: newPacerBackend(t, name)}
 			p := pacer.New(w, pacer.Config{})
 			a, b := newFlowPeriodic(50*us, 100), newFlowPeriodic(130*us, 40)
 			start := time.Now()
@@ -91,7 +91,7 @@ func BenchmarkPacerBackend(b *testing.B) {
 				mode = "strict"
 			}
 			b.Run(name+"/"+mode, func(b *testing.B) {
-				w := newBackend(b, name)
+				w := newPacerBackend(b, name)
 				p := pacer.New(w, pacer.Config{Burst: 64})
 				defer p.Close()
 				var budget atomic.Int64

@@ -109,7 +109,7 @@ func BenchmarkPacer(b *testing.B) {
 // test pays per departure). Its allocation per op is pacertest's (a channel per blocked Wait),
 // not the pacer's: BenchmarkPacer shows the loop itself allocates nothing.
 func BenchmarkPacerManualClock(b *testing.B) {
-	clk := newClock()
+	clk := newPacerClock()
 	p := pacer.New(clk, pacer.Config{Now: clk.Now, Burst: 1})
 	defer p.Close()
 	var budget atomic.Int64

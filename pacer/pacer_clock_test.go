@@ -6,4 +6,4 @@ import (
 	"github.com/udtgo/udt/pacer/pacertest"
 )
 
-func newClock() *pacertest.Clock { return pacertest.NewClock(time.Unix(1_000_000, 0)) }
+func newPacerClock() *pacertest.Clock { return pacertest.NewClock(time.Unix(1_000_000, 0)) }

@@ -44,7 +44,7 @@ func FuzzPacer(f *testing.F) {
 	f.Fuzz(func(t *testing.T, scripts, ops []byte) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent()) // the fuzz engine's own goroutines
 		const nFlows = 4
-		clk := newClock()
+		clk := newPacerClock()
 		p := pacer.New(clk, pacer.Config{Now: clk.Now})
 		defer p.Close()
 		flows := make([]*fuzzFlow, nFlows)

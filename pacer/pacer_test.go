@@ -133,7 +133,7 @@ func TestPacerExactDepartures(t *testing.T) {
 // no deadline and does not wake however far the clock moves.
 func TestPacerIdleZeroWakeups(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clk := newClock()
+	clk := newPacerClock()
 	p := pacer.New(clk, pacer.Config{Now: clk.Now})
 	<-clk.Blocked()
 	if d, ok := clk.BlockedUntil(); !ok || !d.IsZero() {
@@ -157,7 +157,7 @@ func TestPacerIdleZeroWakeups(t *testing.T) {
 // departure, and a clock moved past it shows up as lateness.
 func TestPacerManualClockLateness(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	clk := newClock()
+	clk := newPacerClock()
 	start := clk.Now()
 	p := pacer.New(clk, pacer.Config{Now: clk.Now, Burst: 2})
 	defer p.Close()
