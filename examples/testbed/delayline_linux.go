@@ -5,6 +5,9 @@ package main
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"runtime"
 	"sync"
 	"time"
@@ -64,6 +67,9 @@ type DelayLineStats struct {
 	// element counts the rest.
 	Late     [6]uint64 `json:"late"`
 	Realtime bool      `json:"realtime"` // the loop runs with SCHED_FIFO
+	// TunDropped counts packets the kernel dropped because the TUN device's
+	// queue was full before the line read them (sysfs tx_dropped).
+	TunDropped uint64 `json:"tun_dropped"`
 }
 
 // LateSummary describes the lateness histogram in one line.
@@ -242,8 +248,13 @@ func (s *DelayLineStats) merge(o *DelayLineStats) {
 // Stats returns the counters so far.
 func (d *DelayLine) Stats() DelayLineStats {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.stats
+	s := d.stats
+	d.mu.Unlock()
+	// Valid in the device's namespace with a matching /sys (ip netns exec).
+	if b, err := os.ReadFile("/sys/class/net/" + d.name + "/statistics/tx_dropped"); err == nil {
+		s.TunDropped, _ = strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	}
+	return s
 }
 
 // Close ends the loop, discards packets still held and removes the TUN

@@ -60,8 +60,9 @@ func printDelayStats(tb *Testbed) {
 		fmt.Println("delay line:", err)
 		return
 	}
-	fmt.Printf("delay line: %d packets forwarded, %d dropped (full), realtime %v; release lateness: %s; worst %.0f µs\n",
-		s.Forwarded, s.Dropped, s.Realtime, s.LateSummary(), float64(s.MaxLate)/1e3)
+	fmt.Printf("delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), realtime %v\n",
+		s.Forwarded, s.Dropped, s.TunDropped, s.Realtime)
+	fmt.Printf("delay line release lateness: %s; worst %.1f ms\n", s.LateSummary(), float64(s.MaxLate)/1e6)
 }
 
 // runCommands starts the server on B (if any), waits serverWait, runs the

@@ -32,7 +32,7 @@ type measurePlan struct {
 func planFor(mode string, rtt time.Duration) measurePlan {
 	// Warm-up: slow start and the loss episode that ends it last a few dozen
 	// RTTs at 100 Mbit/s.
-	warm := max(2*time.Second, 30*rtt)
+	warm := max(2*time.Second, 50*rtt)
 	if mode == "quick" {
 		return measurePlan{pings: 20, tcpDur: warm + 3*time.Second, tcpWarmup: warm, maxProbes: 40000, probeSeconds: 2}
 	}

@@ -31,7 +31,7 @@ func TestSmoke(t *testing.T) {
 		t.Skip("smoke test builds namespaces; skipped with -short")
 	}
 	if err := CheckPrivileges(); err != nil {
-		t.Skip("skipping the namespace smoke test: ", err)
+		t.Skip("skipping the namespace smoke test:", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Second)
 	defer cancel()
