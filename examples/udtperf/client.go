@@ -44,7 +44,7 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 		}
 	} else {
 		writeTable(stdout, []Row{row})
-		summaryLines(stdout, &row)
+		summaryLines(stdout, "", &row)
 		if o.file != "" {
 			fmt.Fprintf(stdout, "sent %s as %q: %d bytes, sha256 %s\n", o.file, row.File, row.Bytes, row.SenderSHA256)
 		}

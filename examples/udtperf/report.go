@@ -153,8 +153,8 @@ func intervalLine(prefix string, iv *Interval) string {
 }
 
 // summaryLines describes a single transfer in words (client and server text output).
-func summaryLines(w io.Writer, r *Row) {
-	fmt.Fprintf(w, "%s %s: %d bytes in %.2f s = %.1f Mbit/s", r.name(), r.Direction, r.Bytes, r.Seconds, r.GoodputMbps)
+func summaryLines(w io.Writer, prefix string, r *Row) {
+	fmt.Fprintf(w, "%s%s %s: %d bytes in %.2f s = %.1f Mbit/s", prefix, r.name(), r.Direction, r.Bytes, r.Seconds, r.GoodputMbps)
 	if r.RetransPct != nil {
 		fmt.Fprintf(w, ", retransmitted %.3f %%", *r.RetransPct)
 	}
@@ -166,5 +166,5 @@ func summaryLines(w io.Writer, r *Row) {
 	if !r.SHA256OK {
 		verdict = "MISMATCH"
 	}
-	fmt.Fprintf(w, "sha256 sender %s receiver %s: %s\n", r.SenderSHA256, r.ReceiverSHA256, verdict)
+	fmt.Fprintf(w, "%ssha256 sender %s receiver %s: %s\n", prefix, r.SenderSHA256, r.ReceiverSHA256, verdict)
 }

@@ -292,8 +292,7 @@ func (s *server) handle(c transportConn, proto string) error {
 	if s.o.out.json {
 		writeJSONLine(s.stdout, row)
 	} else {
-		fmt.Fprintf(s.stdout, "%s", prefix)
-		summaryLines(s.stdout, &row)
+		summaryLines(s.stdout, prefix, &row)
 		if h.Mode == modeFile && row.SHA256OK {
 			fmt.Fprintf(s.stdout, "%sstored %q in %s: %d bytes, sha256 %s\n", prefix, h.Name, s.o.dir, row.Bytes, row.ReceiverSHA256)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"net"
 	"net/netip"
+	"os"
 	"sync"
 	"time"
 )
@@ -40,9 +41,14 @@ const (
 )
 
 func newUDPShare(pc *net.UDPConn) *udpShare {
+	// What conn and quic-go would ask for on a socket of their own (the kernel clamps to its
+	// limits); quic-go cannot size a socket it does not own and would warn about it.
+	pc.SetReadBuffer(16 << 20)
+	pc.SetWriteBuffer(4 << 20)
+	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 	s := &udpShare{pc: pc, kinds: make(map[netip.AddrPort]peerKind)}
 	s.udt = &shareUDT{s}
-	s.quic = &shareQUIC{s: s, ch: make(chan sharePkt, shareQueue), closed: make(chan struct{})}
+	s.quic = &shareQUIC{s: s, ch: make(chan sharePkt, shareQueue), closed: make(chan struct{}), dl: make(chan struct{})}
 	s.quic.pool.New = func() any { b := make([]byte, shareMaxPkt); return &b }
 	return s
 }
@@ -128,6 +134,11 @@ type shareQUIC struct {
 	pool   sync.Pool
 	closed chan struct{}
 	once   sync.Once
+
+	dlMu     sync.Mutex
+	dl       chan struct{} // closed when the read deadline has passed
+	dlPassed bool
+	dlTimer  *time.Timer
 }
 
 type sharePkt struct {
@@ -147,7 +158,12 @@ func (q *shareQUIC) push(b []byte, from netip.AddrPort) {
 }
 
 func (q *shareQUIC) ReadFrom(b []byte) (int, net.Addr, error) {
+	q.dlMu.Lock()
+	dl := q.dl
+	q.dlMu.Unlock()
 	select {
+	case <-dl:
+		return 0, nil, &net.OpError{Op: "read", Net: "udp", Addr: q.LocalAddr(), Err: os.ErrDeadlineExceeded}
 	case p := <-q.ch:
 		n := copy(b, (*p.buf)[:p.n])
 		q.pool.Put(p.buf)
@@ -160,6 +176,37 @@ func (q *shareQUIC) ReadFrom(b []byte) (int, net.Addr, error) {
 func (q *shareQUIC) WriteTo(b []byte, to net.Addr) (int, error) { return q.s.pc.WriteTo(b, to) }
 func (q *shareQUIC) Close() error                               { q.once.Do(func() { close(q.closed) }); return nil }
 func (q *shareQUIC) LocalAddr() net.Addr                        { return q.s.pc.LocalAddr() }
-func (q *shareQUIC) SetDeadline(time.Time) error                { return nil }
-func (q *shareQUIC) SetReadDeadline(time.Time) error            { return nil }
+func (q *shareQUIC) SetDeadline(t time.Time) error              { return q.SetReadDeadline(t) }
 func (q *shareQUIC) SetWriteDeadline(time.Time) error           { return nil }
+
+// SetReadDeadline wakes a blocked ReadFrom when t passes (quic-go stops its reader this way).
+func (q *shareQUIC) SetReadDeadline(t time.Time) error {
+	q.dlMu.Lock()
+	defer q.dlMu.Unlock()
+	if q.dlTimer != nil {
+		q.dlTimer.Stop()
+		q.dlTimer = nil
+	}
+	if q.dlPassed {
+		q.dl, q.dlPassed = make(chan struct{}), false
+	}
+	if t.IsZero() {
+		return nil
+	}
+	ch := q.dl
+	d := time.Until(t)
+	if d <= 0 {
+		close(ch)
+		q.dlPassed = true
+		return nil
+	}
+	q.dlTimer = time.AfterFunc(d, func() {
+		q.dlMu.Lock()
+		defer q.dlMu.Unlock()
+		if q.dl == ch && !q.dlPassed {
+			close(ch)
+			q.dlPassed = true
+		}
+	})
+	return nil
+}
