@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
-	"runtime"
 	"sync"
 	"time"
 
