@@ -1,0 +1,263 @@
+package stream
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+func TestSeqHelpersAgreeWithSeqno(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 1))
+	edges := []uint32{0, 1, maxSeq, maxSeq - 1, 1 << 30, 1<<30 - 1, 1<<30 + 1}
+	for i := 0; i < 200000; i++ {
+		var a, b uint32
+		if i < len(edges)*len(edges) {
+			a, b = edges[i%len(edges)], edges[i/len(edges)]
+		} else {
+			a = r.Uint32() & maxSeq
+			b = seqAdd(a, int32(r.IntN(1<<21)-1<<20))
+			if i%3 == 0 {
+				b = r.Uint32() & maxSeq
+			}
+		}
+		want := seqno.Offset(seqno.Seq(a), seqno.Seq(b))
+		if got := int(seqOff(a, b)); got != want && want != 1<<30 && want != -(1<<30) {
+			t.Fatalf("seqOff(%d, %d) = %d, seqno.Offset = %d", a, b, got, want)
+		}
+		if seqAdd(a, seqOff(a, b)) != b {
+			t.Fatalf("seqAdd(%d, seqOff) != %d", a, b)
+		}
+	}
+}
+
+type capture struct{ pkts [][]byte }
+
+func (c *capture) output(b []byte) { c.pkts = append(c.pkts, append([]byte(nil), b...)) }
+
+func (c *capture) take() [][]byte { p := c.pkts; c.pkts = nil; return p }
+
+func dataPkt(seq, dst uint32, n int) []byte {
+	b := make([]byte, 16+n)
+	binary.BigEndian.PutUint32(b, seq)
+	binary.BigEndian.PutUint32(b[4:], 3<<30|1)
+	binary.BigEndian.PutUint32(b[12:], dst)
+	for i := range b[16:] {
+		b[16+i] = byte(seq + uint32(i))
+	}
+	return b
+}
+
+// The receiver's NAKs, ACK forms, ACK numbers, buffer field and the ACK2 RTT sample (spec §2.3–2.5).
+func TestReceiverACKAndNAK(t *testing.T) {
+	now := time.Unix(100, 0)
+	var c capture
+	const isn = 1<<31 - 20
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Output: c.output, Start: now}, now)
+	full := e.payloadSize
+	// Packets isn..isn+9, then a gap of one (isn+10) and of three (isn+12..isn+14).
+	for i := int32(0); i < 10; i++ {
+		e.HandlePacket(now, dataPkt(seqAdd(isn, i), 7, full))
+	}
+	if p := c.take(); len(p) != 0 { // the first ACK waits for the ACK timer (SYN)
+		t.Fatalf("%d control packets, want none", len(p))
+	}
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 11), 7, full))
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 15), 7, full))
+	p := c.take()
+	var nak packet.NAK
+	if len(p) != 2 || nak.Decode(p[0]) != nil || len(nak.Ranges) != 1 || nak.Ranges[0] != (packet.SeqRange{First: seqAdd(isn, 10), Last: seqAdd(isn, 10)}) {
+		t.Fatalf("first NAK: %x", p)
+	}
+	if nak.Decode(p[1]) != nil || nak.Ranges[0] != (packet.SeqRange{First: seqAdd(isn, 12), Last: seqAdd(isn, 14)}) {
+		t.Fatalf("second NAK: %x", p[1])
+	}
+	if n, _ := e.Read(make([]byte, 100*full)); n != 10*full {
+		t.Fatalf("read %d bytes before the first gap, want %d", n, 10*full)
+	}
+	// After SYN, a full ACK naming the first missing number.
+	now = now.Add(SYN)
+	e.OnTimer(now)
+	p = c.take()
+	var ack packet.ACK
+	if len(p) != 1 || ack.Decode(p[0]) != nil || ack.Form != packet.ACKFull || ack.AckNo != seqAdd(isn, 10) {
+		t.Fatalf("ACK: %+v from %x", ack, p)
+	}
+	if ack.AvailBuf != 1000 || ack.RTT != 100000 || ack.RTTVar != 50000 {
+		t.Fatalf("ACK fields: %+v", ack)
+	}
+	if ack.DstSocketID != 8 {
+		t.Fatalf("ACK to %d", ack.DstSocketID)
+	}
+	// ACK2 800 µs later: RTT sample; the same ACK is then not repeated.
+	now = now.Add(800 * time.Microsecond)
+	e.HandlePacket(now, ctrlPkt(packet.TypeACK2, ack.AckSeq, 7))
+	if e.rtt.rtt != 800*time.Microsecond || e.rcvLastAckAck != seqAdd(isn, 10) {
+		t.Fatalf("RTT %v lastAckAck %d", e.rtt.rtt, e.rcvLastAckAck)
+	}
+	e.HandlePacket(now, ctrlPkt(packet.TypeACK2, ack.AckSeq, 7))
+	if e.Stats().Drops.UnknownACK2 != 1 {
+		t.Fatal("a duplicated ACK2 must not give a second sample")
+	}
+	now = now.Add(time.Second / 2)
+	e.OnTimer(now)
+	for _, q := range c.take() {
+		if typ, _ := packet.Type(q); typ == packet.TypeACK {
+			t.Fatalf("confirmed ACK repeated: %x", q)
+		}
+	}
+	// Filling the gaps advances the ACK to the end; a short packet makes it immediate (medium).
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 10), 7, full))
+	for s := int32(12); s <= 14; s++ {
+		e.HandlePacket(now, dataPkt(seqAdd(isn, s), 7, full))
+	}
+	c.take()
+	now = now.Add(time.Millisecond)
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 16), 7, 10))
+	p = c.take()
+	if len(p) != 1 || ack.Decode(p[0]) != nil || ack.AckNo != seqAdd(isn, 17) || ack.Form != packet.ACKMedium {
+		t.Fatalf("ACK after short packet: %+v", ack)
+	}
+	// Light ACK after 64 more packets.
+	for s := int32(17); s < 17+64; s++ {
+		e.HandlePacket(now, dataPkt(seqAdd(isn, s), 7, full))
+	}
+	p = c.take()
+	if len(p) != 1 || ack.Decode(p[0]) != nil || ack.Form != packet.ACKLight || ack.AckNo != seqAdd(isn, 17+64) || ack.AckSeq != 0 {
+		t.Fatalf("light ACK: %+v (%d packets)", ack, len(p))
+	}
+	st := e.Stats()
+	if st.RcvLoss != 4 || st.NAKSent != 3 || st.NAKPeriodic != 1 || st.LightACKSent != 1 || st.Drops.Duplicate != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Duplicates and out-of-window packets are dropped and counted.
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 20), 7, full))
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 5), 7, full))
+	e.HandlePacket(now, dataPkt(seqAdd(isn, 10+1000), 7, full))
+	if d := e.Stats().Drops; d.Duplicate != 2 || d.OutOfWindow != 1 {
+		t.Fatalf("drops %+v", d)
+	}
+}
+
+type recordCC struct {
+	fixedCC
+	acks   []congestion.ACK
+	losses [][]congestion.Range
+}
+
+func (r *recordCC) OnACK(_ time.Time, a congestion.ACK) { r.acks = append(r.acks, a) }
+func (r *recordCC) OnLoss(_ time.Time, l congestion.Loss) {
+	r.losses = append(r.losses, append([]congestion.Range(nil), l.Ranges...))
+}
+
+// The sender's packet pairs, ACK processing (buffer release, flow window, ACK2, controller feed)
+// and NAK-driven retransmission before new data (spec §2.3, §2.4, §4.3, §6).
+func TestSenderACKNAKAndPairs(t *testing.T) {
+	now := time.Unix(100, 0)
+	var c capture
+	const isn = 1<<31 - 3 // the 4th packet is seq 0: a pair opener (seq&0xF == 0)
+	cc := &recordCC{fixedCC: fixedCC{period: 100 * time.Microsecond}}
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: cc,
+		Output: c.output, Start: now}, now)
+	src := randomBytes(1, 10*e.payloadSize+100)
+	if e.Write(src) != len(src) {
+		t.Fatal("short write")
+	}
+	bufs := make([][]byte, 20)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1472)
+	}
+	var seqs []uint32
+	var times []time.Duration
+	for len(seqs) < 11 {
+		n, next := e.Release(now, bufs)
+		for _, b := range bufs[:n] {
+			var d packet.Data
+			if d.Decode(b) != nil || d.DstSocketID != 8 || d.Position != packet.PosSolo {
+				t.Fatalf("bad data packet %x", b[:16])
+			}
+			seqs = append(seqs, d.Seq)
+			times = append(times, now.Sub(time.Unix(100, 0)))
+			bufs[len(seqs)%len(bufs)] = bufs[len(seqs)%len(bufs)][:cap(bufs[0])]
+		}
+		for i := range bufs {
+			bufs[i] = bufs[i][:cap(bufs[i])]
+		}
+		if next.IsZero() {
+			break
+		}
+		now = next
+	}
+	if len(seqs) != 11 || seqs[0] != isn || seqs[3] != 0 || seqs[10] != 7 {
+		t.Fatalf("seqs %v", seqs)
+	}
+	if times[4] != times[3] || times[3]-times[2] != 100*time.Microsecond || times[5]-times[4] != 200*time.Microsecond {
+		// The pair's second packet takes the next slot of the schedule: the rate is unchanged.
+		t.Fatalf("departures %v: want a back-to-back pair at seq 0/1 and 100 µs slots elsewhere", times)
+	}
+	if d, _ := e.Release(now, bufs); d != 0 || !e.Departure().IsZero() {
+		t.Fatal("nothing more to send")
+	}
+	// A full ACK for 5 packets: ACK2 back, flow window and RTT taken, buffer released.
+	now = now.Add(time.Millisecond)
+	e.HandlePacket(now, ctrlPkt(packet.TypeACK, 33, 7, seqAdd(isn, 5), 2000, 100, 40, 5000, 9000))
+	p := c.take()
+	var a2 packet.ACK2
+	if len(p) != 1 || a2.Decode(p[0]) != nil || a2.AckSeq != 33 {
+		t.Fatalf("ACK2: %x", p)
+	}
+	st := e.Stats()
+	if st.FlowWindow != 40 || st.FlightSize != 6 || st.RTT != 2000*time.Microsecond || e.sndLastAck != seqAdd(isn, 5) {
+		t.Fatalf("after ACK: %+v", st)
+	}
+	if st.SendBufferFree != e.snd.max-(len(src)-5*e.payloadSize) {
+		t.Fatalf("send buffer free %d", st.SendBufferFree)
+	}
+	if len(cc.acks) != 1 || cc.acks[0].Seq != seqAdd(isn, 5) || cc.acks[0].CurrSeq != 7 || cc.acks[0].RecvRate != (7*16+5000)/8 || cc.acks[0].Bandwidth != (7+9000)/8 {
+		t.Fatalf("controller ACK %+v", cc.acks)
+	}
+	// NAK of 0..1 (already acknowledged: clipped), 3..4 and 6: retransmitted first, in order.
+	e.HandlePacket(now, ctrlPkt(packet.TypeNAK, 0, 7, 0|1<<31, 1, 3|1<<31, 4, 6))
+	if len(cc.losses) != 1 || len(cc.losses[0]) != 3 || e.Stats().SndLoss != 3 {
+		t.Fatalf("controller loss %+v", cc.losses)
+	}
+	if e.Write(src[:100]) != 100 {
+		t.Fatal("write")
+	}
+	var got []uint32
+	for try := 0; len(got) < 4; try++ {
+		if try > 100 {
+			t.Fatalf("released %v", got)
+		}
+		n, next := e.Release(now, bufs)
+		for _, b := range bufs[:n] {
+			got = append(got, binary.BigEndian.Uint32(b))
+			if s := binary.BigEndian.Uint32(b); s == 6 && string(b[16:]) != string(src[9*e.payloadSize:10*e.payloadSize]) {
+				t.Fatal("retransmission differs from the original")
+			}
+		}
+		for i := range bufs {
+			bufs[i] = bufs[i][:cap(bufs[i])]
+		}
+		now = next
+	}
+	if got[0] != 3 || got[1] != 4 || got[2] != 6 || got[3] != 8 {
+		t.Fatalf("order %v: want retransmissions 3, 4, 6, then new 8", got)
+	}
+	if e.Stats().PktRetrans != 3 {
+		t.Fatalf("retrans %d", e.Stats().PktRetrans)
+	}
+	// A stale ACK changes nothing but is still answered; a light ACK moves the window.
+	e.HandlePacket(now, ctrlPkt(packet.TypeACK, 34, 7, seqAdd(isn, 2), 2000, 100, 40))
+	if e.sndLastAck != seqAdd(isn, 5) || len(c.take()) != 1 {
+		t.Fatal("stale ACK")
+	}
+	e.HandlePacket(now, ctrlPkt(packet.TypeACK, 0, 7, 4))
+	if e.sndLastAck != 4 || e.flowWindow != 40-2 {
+		t.Fatalf("light ACK: lastAck %d flow %d", e.sndLastAck, e.flowWindow)
+	}
+}
