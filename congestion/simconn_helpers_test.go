@@ -1,0 +1,243 @@
+package congestion_test
+
+// Whole connections (package conn over the engine of internal/stream) through the in-memory
+// network of internal/simnet, in the virtual time of testing/synctest: the connection-level
+// counterpart of the model in sim_test.go. Every run is deterministic (seeded links, virtual
+// clock), so the thresholds the tests assert are properties of the code, not of the machine.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn"
+	"github.com/udtgo/udt/internal/simnet"
+)
+
+const (
+	simMSS      = 1500 // bytes on the wire per data packet: IP+UDP headers (28) + UDT header (16) + payload
+	simPayload  = simMSS - 44
+	simOverhead = 28 // IPv4+UDP headers, counted by the bottleneck but not in the datagram
+)
+
+// connScenario is one or more bulk flows through a shared bottleneck (a dumbbell): the forward
+// link has the bottleneck's rate, a drop-tail queue of QueueBDP bandwidth-delay products, half
+// the RTT of propagation delay and the random loss; the reverse link has the other half.
+type connScenario struct {
+	Rate     int64         // bottleneck, bit/s (counting IP+UDP headers, as a link does)
+	RTT      time.Duration // propagation round-trip time
+	QueueBDP float64       // drop-tail queue in BDPs; 0 means 1
+	Loss     float64       // random loss probability on the forward link
+	Seed     uint64
+	Flows    []connFlow
+	Duration time.Duration // virtual time measured from the first flow's start
+	// Until, if set, ends the run early after the first second for which it returns true; it
+	// gets the shares measured so far (Share[flow][second]).
+	Until func(share [][]float64) bool
+}
+
+type connFlow struct {
+	Name  string
+	CC    congestion.Factory
+	Start time.Duration // virtual time of the dial
+}
+
+// connResult is what a run measured.
+type connResult struct {
+	Share    [][]float64      // Share[flow][second]: the flow's goodput in wire bytes / the bottleneck rate
+	Sender   []conn.Stats     // each sender's counters at the end
+	Forward  simnet.LinkStats // the bottleneck's counters at the end
+	QueueMax []int            // the bottleneck queue's high-water mark in bytes, per second
+	Drops    []uint64         // queue drops per second
+	Random   []uint64         // random losses per second
+}
+
+// runConns runs sc inside a synctest bubble and returns the per-second figures.
+func runConns(t *testing.T, sc connScenario) connResult {
+	t.Helper()
+	var res connResult
+	synctest.Test(t, func(t *testing.T) { res = runConnsInBubble(t, sc) })
+	return res
+}
+
+func runConnsInBubble(t *testing.T, sc connScenario) connResult {
+	qbdp := sc.QueueBDP
+	if qbdp == 0 {
+		qbdp = 1
+	}
+	n := len(sc.Flows)
+	d := simnet.NewDumbbell(sc.Seed, n,
+		simnet.LinkConfig{Rate: sc.Rate, Overhead: simOverhead, Delay: sc.RTT / 2,
+			QueueBytes: int(qbdp * float64(simnet.BDP(sc.Rate, sc.RTT))), Loss: sc.Loss},
+		simnet.LinkConfig{Delay: sc.RTT / 2})
+	defer d.Close()
+
+	type flowState struct {
+		mu       sync.Mutex
+		client   *conn.Conn
+		server   *conn.Conn
+		ln       *conn.Listener
+		received int64 // payload bytes read by the application
+	}
+	flows := make([]*flowState, n)
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	begin := time.Now()
+	for i, f := range sc.Flows {
+		fs := &flowState{}
+		flows[i] = fs
+		cfg := &conn.Config{Pacer: "gotimer", Congestion: f.CC, Linger: -1, IdleTimeout: time.Minute}
+		ln, err := conn.NewListener(d.Right[i], cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs.ln = ln
+		wg.Add(1)
+		go func() { // receiver: accept, then read and discard
+			defer wg.Done()
+			s, err := ln.AcceptUDT(context.Background())
+			if err != nil {
+				return
+			}
+			fs.mu.Lock()
+			fs.server = s
+			fs.mu.Unlock()
+			buf := make([]byte, 256<<10)
+			for {
+				k, err := s.Read(buf)
+				fs.mu.Lock()
+				fs.received += int64(k)
+				fs.mu.Unlock()
+				if err != nil {
+					return
+				}
+			}
+		}()
+		wg.Add(1)
+		go func() { // sender: dial at Start, then write until stopped
+			defer wg.Done()
+			select {
+			case <-time.After(f.Start):
+			case <-stop:
+				return
+			}
+			c, err := conn.DialPacketContext(context.Background(), d.Left[i], d.Right[i].LocalAddr(), cfg)
+			if err != nil {
+				t.Errorf("flow %d: dial: %v", i, err)
+				return
+			}
+			fs.mu.Lock()
+			fs.client = c
+			fs.mu.Unlock()
+			buf := make([]byte, 256<<10)
+			for {
+				if _, err := c.Write(buf); err != nil {
+					return
+				}
+				select {
+				case <-stop:
+					return
+				default:
+				}
+			}
+		}()
+	}
+
+	secs := int(sc.Duration / time.Second)
+	res := connResult{Share: make([][]float64, n)}
+	prev := make([]int64, n)
+	var prevFwd simnet.LinkStats
+	perSec := float64(sc.Rate) / 8 // bytes/s
+	for sec := 1; sec <= secs; sec++ {
+		time.Sleep(time.Until(begin.Add(time.Duration(sec) * time.Second)))
+		for i, fs := range flows {
+			fs.mu.Lock()
+			got := fs.received
+			fs.mu.Unlock()
+			res.Share[i] = append(res.Share[i], float64(got-prev[i])/simPayload*simMSS/perSec)
+			prev[i] = got
+		}
+		st := d.Forward.Stats()
+		res.QueueMax = append(res.QueueMax, st.MaxQueuedBytes)
+		res.Drops = append(res.Drops, st.DroppedQueue-prevFwd.DroppedQueue)
+		res.Random = append(res.Random, st.DroppedLoss-prevFwd.DroppedLoss)
+		prevFwd = st
+		if sc.Until != nil && sc.Until(res.Share) {
+			break
+		}
+	}
+	res.Forward = d.Forward.Stats()
+	close(stop)
+	for _, fs := range flows {
+		fs.mu.Lock()
+		c, s := fs.client, fs.server
+		fs.mu.Unlock()
+		if c != nil {
+			res.Sender = append(res.Sender, c.Stats())
+			c.Close()
+		} else {
+			res.Sender = append(res.Sender, conn.Stats{})
+		}
+		if s != nil {
+			s.Close()
+		}
+		fs.ln.Close()
+	}
+	wg.Wait()
+	return res
+}
+
+// mean is the average of xs[from:to] (clamped to xs).
+func mean(xs []float64, from, to int) float64 {
+	to = min(to, len(xs))
+	if from >= to {
+		return 0
+	}
+	var s float64
+	for _, x := range xs[from:to] {
+		s += x
+	}
+	return s / float64(to-from)
+}
+
+// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 for equal shares, 1/n for one flow taking all.
+func jain(xs ...float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// logShares logs one line per flow: its share of the bottleneck in % for every second.
+func logShares(t *testing.T, title string, sc connScenario, r connResult) {
+	t.Helper()
+	for i, f := range sc.Flows {
+		var b strings.Builder
+		for _, x := range r.Share[i] {
+			fmt.Fprintf(&b, " %3.0f", 100*x)
+		}
+		t.Logf("%s, %s, %% of bottleneck per s:%s", title, f.Name, b.String())
+	}
+	var q, dr strings.Builder
+	for s := range r.Drops {
+		fmt.Fprintf(&q, " %d", r.QueueMax[s]*100/max(simnet.BDP(sc.Rate, sc.RTT), 1))
+		fmt.Fprintf(&dr, " %d", r.Drops[s])
+	}
+	t.Logf("%s, queue high-water %% of BDP (cumulative) per s:%s", title, q.String())
+	t.Logf("%s, queue drops per s:%s", title, dr.String())
+	for i, s := range r.Sender {
+		t.Logf("%s, %s sender: sent %d, retrans %d, NAKs %d, timeouts %d, period %v, cwnd %d, RTT %v, recv rate %d pkt/s, bw %d pkt/s",
+			title, sc.Flows[i].Name, s.PktSent, s.PktRetrans, s.PktRecvNAK, s.Timeouts, s.SendPeriod,
+			s.CongestionWindow, s.RTT, s.RecvRate, s.Bandwidth)
+	}
+}
