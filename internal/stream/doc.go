@@ -31,12 +31,15 @@
 //   - Periodic NAK (draft-gg-udt-03 §4.4; removed from UDT 4.9+, restored here): every
 //     4·RTT + RTTVar + SYN while the receiver loss list is non-empty, the numbers known missing for at
 //     least one interval are reported again (as many as fit in one packet, lowest first).
-//   - Retransmission timeout (spec §4.5, adapted): armed while data is unacknowledged, at
-//     N·max(RTT + 4·RTTVar + SYN, 100 ms) after the last ACK progress (N = consecutive expiries,
-//     capped at 16), or the controller's RTO. The first expiry retransmits the first unacknowledged
-//     and the last sent packet (the receiver then NAKs any tail gap at once); a second expiry without
-//     progress re-queues every unacknowledged packet (UDT4's go-back-N). Each expiry calls
-//     Controller.OnTimeout.
+//   - Retransmission timer (spec §4.5, adapted; UDT4's EXP): armed while data is unacknowledged.
+//     Its first expiry, max(RTT + 4·RTTVar + SYN, 2·SYN) after the last ACK progress, is a
+//     tail-loss probe: the first unacknowledged and the last sent packet are retransmitted (the
+//     receiver's ACK names the former as missing; the latter exposes a lost tail to the receiver's
+//     immediate NAK), without telling the controller. Each later expiry, N·max(RTT + 4·RTTVar + SYN,
+//     100 ms) after the previous one (N = expiries so far, capped at 16), is a retransmission
+//     timeout that tells the controller (OnTimeout): the second probes again, the third and later
+//     re-queue every unacknowledged packet (UDT4's go-back-N, for peers that do not re-report
+//     losses). A controller's RTO replaces both intervals.
 //   - Keep-alive: sent when nothing was sent for min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends one
 //     per EXP expiry while idle).
 //   - Dead peer: when nothing at all has been received for IdleTimeout, the connection breaks with a

@@ -24,7 +24,8 @@ type Stats struct {
 	KeepAliveSent uint64
 	KeepAliveRecv uint64
 	CtrlSent      uint64 // control packets of every type sent
-	Timeouts      uint64 // retransmission timeouts (EXP expiries with data in flight)
+	Probes        uint64 // tail-loss probes (first timer expiry without ACK progress)
+	Timeouts      uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
 	EncodeErrors  uint64 // control packets our encoder refused (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included

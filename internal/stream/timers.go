@@ -2,14 +2,24 @@ package stream
 
 import "time"
 
-// rtoInterval is the retransmission timeout (spec §4.5, adapted): the controller's RTO if set,
-// else N·max(RTT + 4·RTTVar + SYN, 100 ms) with N = consecutive expiries + 1, at most 16.
+// rtoInterval is the time from the last ACK progress (or the previous expiry) to the next
+// expiry of the retransmission timer (spec §4.5, adapted). The first expiry is a tail-loss probe
+// after max(RTT + 4·RTTVar + SYN, 2·SYN); later ones are retransmission timeouts after
+// N·max(RTT + 4·RTTVar + SYN, 100 ms), N = the number of expiries so far (at most 16). A
+// controller's RTO replaces both (and caps the probe).
 func (e *Endpoint) rtoInterval() time.Duration {
-	if rto := e.cc.State().RTO; rto > 0 {
-		return rto
+	base := e.rtt.rtt + 4*e.rtt.rttVar + SYN
+	if e.rtoCount == 0 {
+		pto := max(base, 2*SYN)
+		if e.ccRTO > 0 {
+			pto = min(pto, e.ccRTO)
+		}
+		return pto
 	}
-	base := max(e.rtt.rtt+4*e.rtt.rttVar+SYN, minRTO)
-	return time.Duration(min(e.rtoCount+1, maxRTOBackoff)) * base
+	if e.ccRTO > 0 {
+		return e.ccRTO
+	}
+	return time.Duration(min(e.rtoCount, maxRTOBackoff)) * max(base, minRTO)
 }
 
 // OnTimer runs every timer that is due at now: dead-peer detection, the ACK timer, the periodic
@@ -34,24 +44,38 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	}
 }
 
-// onRTO handles a retransmission timeout with data in flight. The first expiry without ACK
-// progress retransmits the first unacknowledged and the last sent packet (the receiver's ACK names
-// the former as missing; the latter exposes any tail gap to the receiver's immediate NAK); a
-// further expiry re-queues all unacknowledged packets, as UDT4 does at every expiry (spec §4.5).
+// onRTO handles an expiry of the retransmission timer with data in flight.
+//
+// The first expiry without ACK progress is a tail-loss probe: it retransmits the first
+// unacknowledged packet (the receiver's ACK names it as missing) and the last one sent (if the
+// tail was lost, its arrival exposes the gap to the receiver's immediate NAK). It costs at most two
+// packets when spurious, so it does not tell the controller.
+//
+// Every further expiry is a retransmission timeout and tells the controller (OnTimeout, spec
+// §5.4). The second probes again; from the third on, all unacknowledged packets go back into the
+// loss list (UDT4's go-back-N at every expiry, spec §4.5): a receiver that re-reports its losses
+// periodically, as ours does, never needs it, but a UDT 4.9+ peer does not re-report, so a lost
+// NAK or retransmission is otherwise recovered one hole per expiry. Nothing is re-queued while
+// the loss list is non-empty (retransmissions are still pending).
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoCount++
-	e.stats.Timeouts++
-	if e.sloss.Len() == 0 {
-		if e.rtoCount == 1 {
-			e.addLoss(e.sndLastAck, e.sndLastAck)
-			e.addLoss(e.sndCurrSeq, e.sndCurrSeq)
-		} else {
-			e.addLoss(e.sndLastAck, e.sndCurrSeq)
-		}
-	}
-	e.cc.OnTimeout(now)
-	e.applyCC()
 	e.rtoBase = t
+	if e.rtoCount > 1 {
+		e.stats.Timeouts++
+		e.cc.OnTimeout(now)
+		e.applyCC()
+	} else {
+		e.stats.Probes++
+	}
+	if e.sloss.Len() > 0 {
+		return
+	}
+	if e.rtoCount <= 2 {
+		e.addLoss(e.sndLastAck, e.sndLastAck)
+		e.addLoss(e.sndCurrSeq, e.sndCurrSeq)
+	} else {
+		e.addLoss(e.sndLastAck, e.sndCurrSeq)
+	}
 }
 
 // NextTimer returns when OnTimer should run next; zero means never (the connection is closed or

@@ -67,8 +67,8 @@ func transfer(t *testing.T, l *link, size int, both bool, limit time.Duration) {
 	}
 	el := l.now.Sub(start)
 	sa, sb := l.ep[0].Stats(), l.ep[1].Stats()
-	t.Logf("%d bytes in %v virtual (%.0f Mbit/s); A sent %d pkts (%d retrans, %d timeouts), NAK recv %d; B NAK sent %d (%d periodic), drops %+v; link lost %v",
-		size, el, float64(size)*8/el.Seconds()/1e6, sa.PktSent, sa.PktRetrans, sa.Timeouts, sa.NAKRecv,
+	t.Logf("%d bytes in %v virtual (%.0f Mbit/s); A sent %d pkts (%d retrans, %d probes, %d timeouts), NAK recv %d; B NAK sent %d (%d periodic), drops %+v; link lost %v",
+		size, el, float64(size)*8/el.Seconds()/1e6, sa.PktSent, sa.PktRetrans, sa.Probes, sa.Timeouts, sa.NAKRecv,
 		sb.NAKSent, sb.NAKPeriodic, sb.Drops, l.lost)
 	if l.ep[0].Err() != nil || l.ep[1].Err() != nil {
 		t.Fatalf("errors: %v %v", l.ep[0].Err(), l.ep[1].Err())
