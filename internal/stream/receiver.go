@@ -152,9 +152,10 @@ func (e *Endpoint) maybeWindowUpdate() {
 	t := max(e.lastRecv, e.lastSend) // Read has no clock: stamp with the latest known time
 	ack := e.rcvNext
 	e.rcvLastAck = ack
-	// Recorded in the ACK history at the stamped time: its RTT sample can only be too long.
+	// ACK sequence number 0: not in the ACK history, because without a clock its RTT sample would
+	// be wrong; the ACK2 it draws is ignored.
 	e.ack = packet.ACK{
-		AckSeq: e.acks.Store(seqnoOf(ack), e.at(t)), Form: packet.ACKMedium, AckNo: ack,
+		AckSeq: 0, Form: packet.ACKMedium, AckNo: ack,
 		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
 		AvailBuf: uint32(free),
 	}

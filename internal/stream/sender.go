@@ -158,7 +158,9 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		return true
 	}
 	e.stats.ACKRecv++
-	e.sendACK2(t, a.AckSeq)
+	if a.AckSeq != 0 { // 0: a window update, not in the peer's ACK history
+		e.sendACK2(t, a.AckSeq)
+	}
 	if seqOff(e.sndLastAck, ack) >= 0 {
 		e.flowWindow = clampInt(int(int32(a.AvailBuf)), 2, e.cfg.PeerFlowWindow)
 		if ack != e.sndLastAck {
