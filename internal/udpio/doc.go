@@ -1,0 +1,25 @@
+// Package udpio is batched UDP I/O for UDT's multiplexer: many datagrams per system call where the
+// platform allows, one datagram per call where it does not, behind one small API.
+//
+// On Linux, for a *net.UDPConn, a Conn uses:
+//
+//   - UDP generic segmentation offload (GSO, Linux ≥ 4.18, udp(7) UDP_SEGMENT): WriteBatch hands the
+//     kernel one sendmsg(2) of up to 64 equal-sized datagrams laid out back to back in memory, with a
+//     UDP_SEGMENT control message giving the datagram size; the kernel (or the NIC) cuts it.
+//   - UDP generic receive offload (GRO, Linux ≥ 5.0, udp(7) UDP_GRO): the kernel may hand one read a
+//     run of datagrams of one flow glued together (up to 64 KiB) with a UDP_GRO control message giving
+//     the segment size; ReadBatch cuts them apart again. On loopback, GSO sends reach a GRO socket
+//     still coalesced, so both ends pay one system call per run.
+//   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer.
+//
+// Everywhere else (other systems; any net.PacketConn that is not a *net.UDPConn, such as
+// internal/simnet's in-memory Conn) a Conn falls back to one ReadFrom or WriteTo per datagram, using
+// the allocation-free ReadFromUDPAddrPort/WriteToUDPAddrPort methods when the PacketConn has them.
+//
+// The kernel pitfalls handled (read from udp(7), the kernel sources it cites and quic-go's notes):
+// a device without transmit checksum offload makes GSO sends fail with EIO, so a GSO failure (EIO or
+// EINVAL) turns GSO off for the Conn and the batch is sent again without it; GRO is only turned on
+// when setsockopt succeeds, and a GRO socket must never be read except through ReadBatch (a plain
+// read would see glued datagrams); dual-stack (AF_INET6) sockets report IPv4 peers as IPv4-mapped
+// IPv6 addresses, which ReadBatch unmaps so that they compare equal to the addresses the caller dialed.
+package udpio

@@ -1,0 +1,188 @@
+package udpio
+
+import (
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func sys(t testing.TB, c *Conn) *sysConn {
+	t.Helper()
+	s, ok := c.b.(*sysConn)
+	if !ok {
+		t.Fatalf("Conn uses %T, want *sysConn", c.b)
+	}
+	return s
+}
+
+// TestFeatures checks what New turns on for a loopback socket on this kernel (≥ 5.0: all three).
+func TestFeatures(t *testing.T) {
+	uc := listen(t, "udp4", "127.0.0.1:0")
+	gso, gro, mmsg := New(uc).Features()
+	if !gso || !gro || !mmsg {
+		t.Fatalf("Features() = gso %v, gro %v, mmsg %v; want all on this kernel", gso, gro, mmsg)
+	}
+	gso, gro, mmsg = newConn(uc, options{noGSO: true, noGRO: true, noMMsg: true}).Features()
+	if gso || gro || mmsg {
+		t.Fatalf("forced off: Features() = %v %v %v", gso, gro, mmsg)
+	}
+}
+
+// TestGSOToGROOneCallEachSide checks that on loopback a GSO batch is one sendmsg, reaches a GRO
+// socket still glued, is read by one recvmmsg, and is split correctly across ReadBatch calls
+// with fewer Messages than datagrams (the rest served without a system call).
+func TestGSOToGROOneCallEachSide(t *testing.T) {
+	for _, fam := range []struct{ network, loop string }{{"udp4", "127.0.0.1"}, {"udp6", "::1"}} {
+		t.Run(fam.network, func(t *testing.T) {
+			su := listen(t, fam.network, net.JoinHostPort(fam.loop, "0"))
+			ru := listen(t, fam.network, net.JoinHostPort(fam.loop, "0"))
+			s, r := New(su), New(ru)
+			bufs := contiguous(64, 1000, 333, 5)
+			if n, err := s.WriteBatch(bufs, addrOf(ru, fam.loop)); n != 64 || err != nil {
+				t.Fatalf("WriteBatch = %d, %v", n, err)
+			}
+			if got := sys(t, s).gsoSends.Load(); got != 1 {
+				t.Fatalf("%d GSO sends, want 1", got)
+			}
+			msgs := newMsgs(10, 1500)
+			i := 0
+			for i < 64 {
+				n, err := r.ReadBatch(msgs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := min(10, 64-i); n != want {
+					t.Fatalf("ReadBatch at %d = %d, want %d", i, n, want)
+				}
+				for _, m := range msgs[:n] {
+					if m.N != len(bufs[i]) || m.Truncated || m.Addr != addrOf(su, fam.loop) {
+						t.Fatalf("datagram %d: N %d truncated %v from %v", i, m.N, m.Truncated, m.Addr)
+					}
+					check(t, m.Buf[:m.N], len(bufs[i]), 5, uint32(i))
+					i++
+				}
+			}
+			if calls := sys(t, r).r.calls; calls != 1 {
+				t.Fatalf("%d recvmmsg calls for one GSO batch, want 1", calls)
+			}
+		})
+	}
+}
+
+// TestGSOFailureFallsBack makes the kernel refuse GSO (SO_NO_CHECK: udp(7) EINVAL) and checks that
+// the batch still arrives whole, by sendmmsg, and GSO is off for the Conn afterwards.
+func TestGSOFailureFallsBack(t *testing.T) {
+	su := listen(t, "udp4", "127.0.0.1:0")
+	ru := listen(t, "udp4", "127.0.0.1:0")
+	rc, _ := su.SyscallConn()
+	var serr error
+	rc.Control(func(fd uintptr) { serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_NO_CHECK, 1) })
+	if serr != nil {
+		t.Skipf("SO_NO_CHECK: %v", serr)
+	}
+	s, r := New(su), New(ru)
+	if gso, _, _ := s.Features(); !gso {
+		t.Skip("no GSO on this kernel")
+	}
+	roundTrips(t, s, r, addrOf(ru, "127.0.0.1"), addrOf(su, "127.0.0.1"))
+	if gso, _, _ := s.Features(); gso {
+		t.Fatal("GSO still on after the kernel refused it")
+	}
+	if ss := sys(t, s); ss.gsoSends.Load() != 0 || ss.mmsgCalls.Load() == 0 {
+		t.Fatalf("gso sends %d, sendmmsg calls %d", ss.gsoSends.Load(), ss.mmsgCalls.Load())
+	}
+}
+
+// TestNoAllocs checks that the steady-state send and receive paths allocate nothing.
+func TestNoAllocs(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items under the race detector")
+	}
+	for _, sm := range sendModes {
+		for _, rm := range recvModes {
+			t.Run(sm.name+"->"+rm.name, func(t *testing.T) {
+				su := listen(t, "udp4", "127.0.0.1:0")
+				ru := listen(t, "udp4", "127.0.0.1:0")
+				ru.SetReadBuffer(4 << 20)
+				s, r := newConn(su, sm.opt), newConn(ru, rm.opt)
+				to := addrOf(ru, "127.0.0.1")
+				bufs := contiguous(16, 1472, 1000, 1)
+				msgs := newMsgs(16, 1500)
+				allocs := testing.AllocsPerRun(50, func() {
+					if n, err := s.WriteBatch(bufs, to); n != 16 || err != nil {
+						t.Fatalf("WriteBatch = %d, %v", n, err)
+					}
+					for got := 0; got < 16; {
+						n, err := r.ReadBatch(msgs[:16-got])
+						if err != nil {
+							t.Fatal(err)
+						}
+						got += n
+					}
+				})
+				if allocs != 0 {
+					t.Fatalf("%.1f allocations per batch round trip, want 0", allocs)
+				}
+			})
+		}
+	}
+}
+
+// FuzzGRORun feeds the GRO splitter arbitrary control messages, lengths and truncation: it must
+// never panic, hand out each byte once, in order, and never a piece longer than the segment.
+func FuzzGRORun(f *testing.F) {
+	groMsg := func(seg int32) []byte {
+		b := make([]byte, unix.CmsgSpace(4))
+		h := (*unix.Cmsghdr)(unsafe.Pointer(&b[0]))
+		h.Level, h.Type = unix.IPPROTO_UDP, unix.UDP_GRO
+		h.SetLen(unix.CmsgLen(4))
+		binary.NativeEndian.PutUint32(b[unix.CmsgLen(0):], uint32(seg))
+		return b
+	}
+	f.Add(groMsg(1000), uint16(64000), false, uint16(1500))
+	f.Add(groMsg(1000), uint16(64333), true, uint16(900))
+	f.Add(groMsg(-5), uint16(10), false, uint16(0))
+	f.Add([]byte{1, 2, 3}, uint16(0), true, uint16(1))
+	f.Fuzz(func(t *testing.T, oob []byte, n uint16, trunc bool, bufSize uint16) {
+		if int(n) > GROBufferSize || len(oob) > oobSize || bufSize > 4096 {
+			return
+		}
+		var r reader
+		r.gbuf = make([]byte, GROBufferSize)
+		for i := range r.gbuf[:n] {
+			r.gbuf[i] = byte(i * 31 / 7)
+		}
+		r.addRun(0, int(n), oob, netip.AddrPort{}, trunc)
+		ru := r.runs[0]
+		if ru.seg <= 0 || ru.count < 1 || ru.count > max(int(n), 1) {
+			t.Fatalf("run %+v from %d bytes", ru, n)
+		}
+		msgs := newMsgs(7, int(bufSize))
+		off, pieces := 0, 0
+		for r.cur < r.nruns {
+			k := r.drain(msgs)
+			if k == 0 || k > len(msgs) {
+				t.Fatalf("drain returned %d", k)
+			}
+			for _, m := range msgs[:k] {
+				pieces++
+				l := min(ru.seg, int(n)-off)
+				if m.N != min(l, len(m.Buf)) || string(m.Buf[:m.N]) != string(r.gbuf[off:off+m.N]) {
+					t.Fatalf("piece %d at %d: N %d, want %d bytes from there", pieces, off, m.N, min(l, len(m.Buf)))
+				}
+				last := off+l == int(n)
+				if want := l > len(m.Buf) || (last && ru.truncLast); m.Truncated != want {
+					t.Fatalf("piece %d: Truncated %v, want %v", pieces, m.Truncated, want)
+				}
+				off += l
+			}
+		}
+		if off != int(n) || pieces != ru.count {
+			t.Fatalf("handed out %d of %d bytes in %d pieces, want %d", off, n, pieces, ru.count)
+		}
+	})
+}

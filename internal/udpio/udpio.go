@@ -1,0 +1,123 @@
+package udpio
+
+import (
+	"net"
+	"net/netip"
+)
+
+// Limits of one GSO send (udp(7); include/linux/udp.h UDP_MAX_SEGMENTS on older kernels).
+const (
+	// MaxGSOSegments is the most datagrams WriteBatch glues into one GSO send.
+	MaxGSOSegments = 64
+	// MaxGSOBytes is the most payload bytes of one GSO send: the largest IPv4 UDP payload,
+	// 65535 − 20 (IPv4 header) − 8 (UDP header).
+	MaxGSOBytes = 65507
+	// GROBufferSize is the size in bytes of each internal buffer a GRO read lands in: the largest
+	// run of datagrams the kernel glues together.
+	GROBufferSize = 64 << 10
+)
+
+// Message is one datagram of a ReadBatch.
+type Message struct {
+	// Buf is the caller's buffer; ReadBatch stores the datagram in Buf[:N] and never replaces,
+	// keeps or appends to Buf. Size it one byte larger than the largest datagram you accept: the
+	// portable path cannot tell a datagram that fills Buf exactly from a longer one, and flags both.
+	Buf []byte
+	// N is the number of bytes of the datagram stored in Buf.
+	N int
+	// Addr is the sender, IPv4-mapped IPv6 addresses unmapped (netip.Addr.Unmap), so an IPv4 peer
+	// of a dual-stack socket compares equal to the IPv4 address that was dialed. An IPv6 scope
+	// (link-local zone) is kept as its numeric index.
+	Addr netip.AddrPort
+	// Truncated reports a datagram longer than Buf (or, on the portable path, exactly len(Buf)
+	// bytes): Buf[:N] holds only its start, so it should be dropped.
+	Truncated bool
+}
+
+// batcher is one way to move datagrams: the Linux system calls or the portable loop.
+type batcher interface {
+	readBatch(msgs []Message) (int, error)
+	writeBatch(bufs [][]byte, to netip.AddrPort) (int, error)
+	features() (gso, gro, mmsg bool)
+}
+
+// Conn moves batches of UDP datagrams over a net.PacketConn.
+//
+// One goroutine at a time may call ReadBatch; WriteBatch and Features are safe for concurrent use,
+// also with ReadBatch. Closing the underlying PacketConn, or its read or write deadline, ends a
+// blocked call with the PacketConn's error (net.ErrClosed, os.ErrDeadlineExceeded inside an
+// *net.OpError).
+type Conn struct {
+	pc net.PacketConn
+	b  batcher
+}
+
+// options force paths off, for tests and benchmarks.
+type options struct {
+	noGSO, noGRO, noMMsg bool
+	portable             bool // use the per-datagram loop even for a *net.UDPConn
+}
+
+// New wraps pc. For a *net.UDPConn on Linux it turns on UDP_GRO (setsockopt), probes UDP_SEGMENT
+// (GSO) support and uses recvmmsg/sendmmsg; from then on the socket must be read only through the
+// Conn's ReadBatch, since a plain read of a GRO socket returns datagrams glued together. Any other
+// PacketConn, and any PacketConn on other systems, gets the portable one-datagram-per-call path,
+// which allocates nothing per datagram when pc has the methods ReadFromUDPAddrPort and
+// WriteToUDPAddrPort (as *net.UDPConn and internal/simnet's Conn do).
+//
+// New does not take ownership: closing pc is the caller's job, and ends the Conn.
+func New(pc net.PacketConn) *Conn { return newConn(pc, options{}) }
+
+func newConn(pc net.PacketConn, o options) *Conn {
+	c := &Conn{pc: pc}
+	if uc, ok := pc.(*net.UDPConn); ok && !o.portable {
+		if b := newSys(uc, o); b != nil {
+			c.b = b
+			return c
+		}
+	}
+	c.b = newPortable(pc)
+	return c
+}
+
+// PacketConn returns the wrapped PacketConn.
+func (c *Conn) PacketConn() net.PacketConn { return c.pc }
+
+// Features reports which offloads the Conn uses: GSO sends, GRO receives, and recvmmsg/sendmmsg.
+// gso turns false for good after the kernel refused a GSO send.
+func (c *Conn) Features() (gso, gro, mmsg bool) { return c.b.features() }
+
+// ReadBatch blocks until at least one datagram is available, then fills msgs[0:n] (Buf[:N], Addr,
+// Truncated) with as many as one system call returns (with GRO: as the glued runs hold, the rest
+// kept for the next call, which then returns them without a system call) and returns n ≥ 1.
+// A datagram of a GRO run is copied into the caller's Buf. With len(msgs) == 0 it returns 0, nil at
+// once. An error means no datagram was read (n == 0): the PacketConn's error on Close or deadline,
+// or the system call's, wrapped in a *net.OpError.
+func (c *Conn) ReadBatch(msgs []Message) (int, error) {
+	if len(msgs) == 0 {
+		return 0, nil
+	}
+	return c.b.readBatch(msgs)
+}
+
+// WriteBatch sends bufs, in order, as len(bufs) datagrams to one destination, with as few system
+// calls as it can:
+//
+//   - one GSO sendmsg when GSO is on, there are at least two datagrams, all have the length of
+//     bufs[0] > 0 except the last which is not longer, they lie back to back in memory (bufs[i]
+//     starts where bufs[i-1] ends: carve them from one array at a fixed stride equal to the
+//     datagram length; capacity does not matter), there are at most MaxGSOSegments of them and at
+//     most MaxGSOBytes in all;
+//   - else sendmmsg, up to 64 datagrams per call;
+//   - else one write per datagram.
+//
+// A full socket send buffer waits in Go's netpoller (or ends at the write deadline); it never spins.
+// A GSO send the kernel refuses with EIO or EINVAL turns GSO off for this Conn and the batch is sent
+// again without it. It returns how many datagrams were sent (the first n of bufs) and, if not all,
+// the error that stopped it. Safe for concurrent use; allocates nothing in steady state.
+func (c *Conn) WriteBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
+	if len(bufs) == 0 {
+		return 0, nil
+	}
+	return c.b.writeBatch(bufs, to)
+}
