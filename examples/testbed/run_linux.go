@@ -36,7 +36,11 @@ func run(o *options) (code int, err error) {
 	if len(tb.Stale) > 0 {
 		fmt.Printf("testbed: removed namespaces left by killed runs: %s\n", strings.Join(tb.Stale, " "))
 	}
-	fmt.Printf("testbed: %s, queue %d B (namespaces %s, %s, %s)\n", tb.Config, tb.QueueBytes(), tb.NS(HostA), tb.NS(Router), tb.NS(HostB))
+	queue := ""
+	if tb.Rate > 0 {
+		queue = fmt.Sprintf(", queue %d B", tb.QueueBytes())
+	}
+	fmt.Printf("testbed: %s%s (namespaces %s, %s, %s)\n", tb.Config, queue, tb.NS(HostA), tb.NS(Router), tb.NS(HostB))
 	if o.measure != "none" {
 		checks, err := SelfMeasure(ctx, tb, o.measure, o.tcpTool, os.Stderr)
 		if err != nil {
