@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
 )
 
 type pairOpts struct {
@@ -88,6 +89,7 @@ func TestTransferLossy(t *testing.T) {
 		isn  uint32
 		size int
 	}{
+		{"loss0", 0, 1<<31 - 100, 4 << 20},
 		{"loss1", 0.01, 12345, 4 << 20},
 		{"loss5", 0.05, 1 << 30, 2 << 20},
 		{"loss20", 0.20, 777, 1 << 20},
@@ -124,4 +126,15 @@ func TestNativeControllerBottleneck(t *testing.T) {
 	if mbps < 40 {
 		t.Errorf("goodput %.1f Mbit/s on a 100 Mbit/s link", mbps)
 	}
+}
+
+// Lost control packets: 30 % of ACKs, ACK2s, NAKs and keep-alives vanish on top of 5 % data loss.
+func TestControlLoss(t *testing.T) {
+	rng := rand.New(rand.NewPCG(77, 78))
+	ctrlLoss := func(b []byte) bool { return packet.IsControl(b) && rng.Float64() < 0.3 }
+	r := linkRules{delay: 2 * time.Millisecond, loss: 0.05, reorder: 0.05, dup: 0.02, drop: ctrlLoss}
+	l := newLink(12, r, r)
+	newPair(l, pairOpts{isnA: 1<<31 - 100, isnB: 1<<31 - 100,
+		ccA: &fixedCC{period: 30 * time.Microsecond}, ccB: &fixedCC{period: 30 * time.Microsecond}})
+	transfer(t, l, 2<<20, true, 5*time.Minute)
 }
