@@ -23,6 +23,7 @@ const (
 	minIncrease      = 0.01    // UDT 4.11's floor of the increase, packets per SYN (1/MSS before 4.11)
 	increaseBeta     = 1.5e-6  // β of the increase formula (spec §5.2 step 7)
 	maxPeriodUS      = 1e6     // cap on STP: 1 packet/s (not in the reference; see Native)
+	maxCatchUp       = 100     // SYNs of increase one rate-control step may catch up (LossTolerant only)
 	avgNAKOld        = 0.875   // AvgNAKNum smoothing weights (spec §5.3 step 3.2)
 	avgNAKNew        = 0.125   //
 	usPerSecond      = 1e6     //
@@ -86,6 +87,11 @@ const (
 // A Native is not safe for concurrent use; conn calls it from one goroutine at a time.
 type Native struct {
 	rnd rand.Source // nil: math/rand/v2's global generator
+
+	// catchUp makes a rate-control step apply one increase per SYN elapsed since the previous
+	// step (at most two RTTs' worth, at most maxCatchUp), instead of one per step. Off in
+	// Native; LossTolerant sets it.
+	catchUp bool
 
 	// Connection parameters (Init).
 	mss      float64 // bytes, IP and UDP headers included
@@ -188,6 +194,11 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 	if now.Sub(n.lastRCTime) < SYN {
 		return
 	}
+	steps := 1.0
+	if n.catchUp {
+		limit := min(math.Ceil(2*(n.rttUS+synUS)/synUS), maxCatchUp) // two RTTs' worth
+		steps = max(min(math.Floor(float64(now.Sub(n.lastRCTime))/float64(SYN)), limit), 1)
+	}
 	n.lastRCTime = now
 
 	if n.slowStart {
@@ -208,7 +219,7 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 		n.loss = false // no increase in the SYN after a loss
 		return
 	}
-	n.stp = n.stp * synUS / (n.stp*n.increase() + synUS)
+	n.stp = n.stp * synUS / (n.stp*n.increase()*steps + synUS)
 	n.clamp()
 }
 

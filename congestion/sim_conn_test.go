@@ -23,6 +23,14 @@ var simControllers = []struct {
 	fac  func(seed uint64) congestion.Factory
 }{
 	{"native", nativeSeeded},
+	{"udt-lt", ltSeeded},
+}
+
+// ltSeeded is nativeSeeded for the loss-tolerant controller.
+func ltSeeded(seed uint64) congestion.Factory {
+	return func() congestion.Controller {
+		return congestion.NewLossTolerant(congestion.WithRandSource(rand.NewPCG(seed, seed)))
+	}
 }
 
 // simDuration returns full, or short under -short.

@@ -18,6 +18,7 @@ const MaxRate = 1e15
 // its Factory:
 //
 //	udt, native    the native controller, NativeFactory()
+//	udt-lt         the loss-tolerant native controller, LossTolerantFactory()
 //	fixed:RATE     a fixed-rate controller, FixedFactory(ParseRate(RATE)), e.g. fixed:500mbit
 //
 // Names are case-insensitive. The controllers' String methods print names ParseSpec accepts.
@@ -30,6 +31,11 @@ func ParseSpec(s string) (Factory, error) {
 			return nil, fmt.Errorf("congestion: controller %q takes no argument", s)
 		}
 		return NativeFactory(), nil
+	case "udt-lt":
+		if hasArg {
+			return nil, fmt.Errorf("congestion: controller %q takes no argument", s)
+		}
+		return LossTolerantFactory(), nil
 	case "fixed":
 		if !hasArg {
 			return nil, fmt.Errorf("congestion: controller %q needs a rate, e.g. fixed:500mbit", s)
@@ -40,7 +46,7 @@ func ParseSpec(s string) (Factory, error) {
 		}
 		return FixedFactory(r), nil
 	}
-	return nil, fmt.Errorf("congestion: unknown controller %q (want udt or fixed:RATE)", s)
+	return nil, fmt.Errorf("congestion: unknown controller %q (want udt, udt-lt or fixed:RATE)", s)
 }
 
 // rateUnits maps a lower-case unit suffix to its multiplier in bit/s.
