@@ -186,3 +186,45 @@ func FuzzGRORun(f *testing.F) {
 		}
 	})
 }
+
+// TestSockaddr checks the socket-address conversions both ways, for each family and corner.
+func TestSockaddr(t *testing.T) {
+	var sa sockaddr
+	for _, c := range []struct {
+		family int
+		in     string
+		want   string // what the kernel would hand back, decoded; "" for an error
+		raw    bool   // the raw path can express it
+	}{
+		{unix.AF_INET, "127.0.0.1:9", "127.0.0.1:9", true},
+		{unix.AF_INET, "[::ffff:10.1.2.3]:65535", "10.1.2.3:65535", true},
+		{unix.AF_INET, "[::1]:9", "", false},
+		{unix.AF_INET6, "127.0.0.1:9", "127.0.0.1:9", true}, // sent IPv4-mapped, read back unmapped
+		{unix.AF_INET6, "[::1]:443", "[::1]:443", true},
+		{unix.AF_INET6, "[fe80::1%7]:5", "[fe80::1%7]:5", true},
+		{unix.AF_INET6, "[fe80::1%eth0]:5", "", false},
+	} {
+		ap := netip.MustParseAddrPort(c.in)
+		ok, err := sa.set(c.family, ap)
+		if c.want == "" {
+			if ok && err == nil {
+				t.Errorf("set(%d, %v) accepted", c.family, ap)
+			}
+			continue
+		}
+		if !ok || err != nil {
+			t.Errorf("set(%d, %v) = %v, %v", c.family, ap, ok, err)
+			continue
+		}
+		if got := sa.addrPort(sa.len); got.String() != c.want {
+			t.Errorf("%v through family %d came back as %v, want %s", ap, c.family, got, c.want)
+		}
+		if got := sa.addrPort(sa.len - 1); got.IsValid() {
+			t.Errorf("short sockaddr decoded as %v", got)
+		}
+	}
+	sa.raw.Family = unix.AF_UNIX
+	if got := sa.addrPort(unix.SizeofSockaddrInet6); got.IsValid() {
+		t.Errorf("AF_UNIX decoded as %v", got)
+	}
+}
