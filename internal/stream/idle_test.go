@@ -6,6 +6,8 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/udtgo/udt/internal/packet"
 )
 
 // An idle, fully acknowledged pair wakes about once per second per endpoint and stays up; when one
@@ -98,5 +100,29 @@ func TestShutdownEOF(t *testing.T) {
 	}
 	if l.ep[1].Err() != nil {
 		t.Fatalf("peer Shutdown must not be an error: %v", l.ep[1].Err())
+	}
+}
+
+// A peer that never answers ACKs with ACK2 cannot keep the receiver's ACK timer busy: the repeats
+// of an unconfirmed ACK back off.
+func TestUnconfirmedACKBackoff(t *testing.T) {
+	r := linkRules{delay: time.Millisecond}
+	noACK2 := r
+	noACK2.drop = func(b []byte) bool {
+		typ, err := packet.Type(b)
+		return err == nil && typ == packet.TypeACK2
+	}
+	l := newLink(13, noACK2, r)
+	newPair(l, pairOpts{isnA: 1, isnB: 2})
+	transfer(t, l, 100_000, false, time.Minute)
+	before := l.ep[1].Stats().ACKSent
+	l.run([2]*app{}, l.now.Add(30*time.Second), func() bool { return false })
+	n := l.ep[1].Stats().ACKSent - before
+	t.Logf("%d ACK repeats in 30 s idle without ACK2", n)
+	if n > 20 {
+		t.Fatalf("%d ACK repeats in 30 s without ACK2", n)
+	}
+	if l.ep[0].Err() != nil || l.ep[1].Err() != nil {
+		t.Fatal("broke")
 	}
 }

@@ -32,17 +32,18 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.stats.Drops.Duplicate++
 		return
 	}
-	e.rcv.put(seq, payload)
-	e.stats.BytesRecv += uint64(len(payload))
 	if d := seqOff(e.lrsn, seq); d > 1 {
 		// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
 		first, last := seqInc(e.lrsn), seqDec(seq)
+		n, err := e.rloss.Insert(seqnoOf(first), seqnoOf(last), now)
+		if err != nil { // cannot happen: every gap lies within the receive window
+			e.stats.Drops.OutOfWindow++
+			return
+		}
 		e.lrsn = seq
-		if n, err := e.rloss.Insert(seqnoOf(first), seqnoOf(last), now); err == nil {
-			e.stats.RcvLoss += uint64(n)
-			if e.rloss.Len() == n {
-				e.nakTick = t // the periodic NAK starts with the first loss
-			}
+		e.stats.RcvLoss += uint64(n)
+		if e.rloss.Len() == n {
+			e.nakTick = t // the periodic NAK starts with the first loss
 		}
 		e.nak.Ranges = append(e.nak.Ranges[:0], packet.SeqRange{First: first, Last: last})
 		e.sendNAK(t)
@@ -52,6 +53,8 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.stats.PktRecvFilled++
 		e.rloss.Remove(seqnoOf(seq))
 	}
+	e.rcv.put(seq, payload)
+	e.stats.BytesRecv += uint64(len(payload))
 	if first, ok := e.rloss.First(); ok {
 		e.rcvNext = uint32(first)
 	} else {
@@ -97,8 +100,11 @@ func (e *Endpoint) ackDue() (time.Duration, bool) {
 	case e.rcvNext != e.rcvLastAck:
 		return e.lastACKTime + e.ackPeriod(), true
 	case e.rcvLastAck != e.rcvLastAckAck:
-		// Unconfirmed: repeat after RTT + 4·RTTVar (spec §2.3 suppression rule).
-		return e.lastACKTime + max(e.ackPeriod(), e.rtt.rtt+4*e.rtt.rttVar), true
+		// Unconfirmed: repeat after RTT + 4·RTTVar (spec §2.3 suppression rule), doubling the
+		// interval for each repeat of the same number so that a peer that never sends ACK2 cannot
+		// keep an idle connection awake.
+		iv := max(e.ackPeriod(), e.rtt.rtt+4*e.rtt.rttVar) << min(e.ackRepeats, 7)
+		return e.lastACKTime + iv, true
 	}
 	return 0, false
 }
@@ -117,6 +123,11 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	e.pktsSinceACK = 0
 	e.pktsSinceLight = 0
 	ack := e.rcvNext
+	if ack == e.rcvLastAck {
+		e.ackRepeats++
+	} else {
+		e.ackRepeats = 0
+	}
 	e.rcvLastAck = ack
 	if ack == e.rcvLastAckAck {
 		return // the sender already confirmed this ACK number
