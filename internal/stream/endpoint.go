@@ -60,7 +60,7 @@ type Endpoint struct {
 	lastACKTime    time.Duration // last full or medium ACK sent
 	lastFullACK    time.Duration
 	ackForce       bool // an ACK is due at once (short packet, controller interval)
-	ackRepeats     int // consecutive timer ACKs carrying the same unconfirmed number
+	ackRepeats     int  // consecutive timer ACKs carrying the same unconfirmed number
 	pktsSinceACK   int
 	pktsSinceLight int
 	advertised     int // flow window in the last ACK sent
