@@ -1,36 +1,55 @@
 // Package stream is the sans-IO protocol engine of one established UDT4 connection: the sender
-// (send buffer, sender loss list, flow and congestion window, retransmission), the receiver (receive
-// buffer, loss detection, NAK, ACK, light ACK, ACK2) and the connection timers (ACK, periodic NAK,
-// EXP/retransmission timeout, keep-alive, dead-peer detection), as the UDT4 spec
-// (../shared/udt4-spec.md §2, §4, §6) describes them, with the departures listed below.
+// (send buffer, sender loss list, flow and congestion window, pacing, retransmission), the
+// receiver (receive buffer, loss detection, NAK, ACK, light ACK, ACK2, the spec §6 estimates) and
+// the connection timers (ACK, periodic NAK, retransmission, keep-alive, dead peer), as the UDT4
+// spec (../shared/udt4-spec.md §2, §4, §6) describes them, with the departures listed below.
 //
-// # Boundary
+// Building blocks: internal/packet (codec), internal/seqno, internal/losslist (both loss lists),
+// internal/arrival (receive speed and packet-pair capacity, sender smoothing), internal/rtt (ACK
+// history for ACK2), pacer.Scheduler (departure schedule) and a congestion.Controller.
 //
-// The engine reads no clock, starts no goroutine, does no I/O and is not safe for concurrent use:
-// package conn serialises every call with one mutex per connection and passes the time in.
+// # Boundary with conn
 //
-//   - Application side: Write copies bytes into the bounded send buffer (0 = full: wait for
-//     CanWrite); Read returns in-order bytes ((0, nil) = nothing yet: wait for CanRead; io.EOF after
-//     the peer's Shutdown once everything received in order has been read; Err() once broken).
-//   - Network side: HandlePacket takes one datagram addressed to this connection. Hostile input is
-//     dropped and counted in Stats().Drops, never a panic.
-//   - Pacer side: data packets leave only through Release, which encodes the packets due at now into
-//     caller buffers and tells when the next one is due. Departure reports that time after any other
-//     call (zero = nothing sendable until new data, an ACK or a NAK).
-//   - Timers: OnTimer runs whatever timer is due; NextTimer tells when to call it next.
+// The engine reads no clock, starts no goroutine, does no I/O, never blocks and is not safe for
+// concurrent use: package conn serialises every call with one mutex per connection and passes the
+// time in. Times are on the monotonic clock; the engine keeps them as durations since
+// Config.Start.
+//
+//   - Application side: Write copies bytes into the bounded send buffer and returns the count
+//     (0 = full: wait for CanWrite; or the connection stopped sending: see Err and PeerClosed).
+//     Read returns in-order bytes: (0, nil) = nothing yet (wait for CanRead); (0, io.EOF) after
+//     the peer's Shutdown once all in-order data has been read; (0, Err()) once broken. Flushed
+//     reports that everything written has been acknowledged (for Close's linger); Shutdown sends
+//     the Shutdown packet, after which nothing more is sent.
+//   - Network side: HandlePacket takes one datagram addressed to this connection (data or
+//     control; the source address is conn's to check). Hostile input is dropped and counted in
+//     Stats().Drops, never a panic; nothing a packet says can make the engine allocate more than
+//     its configured buffers. Handshake packets are counted as ignored (conn answers them).
+//   - Pacer side: data packets leave only through Release, which encodes the packets due at now
+//     into caller buffers and returns when the next one is due. Departure reports that time after
+//     any other call (zero = nothing sendable until new data, an ACK or a NAK).
+//   - Timers: OnTimer runs whatever timer is due (early or late calls are harmless); NextTimer
+//     tells when to call it next. The ACK timer is also checked after every HandlePacket, so a
+//     busy receiver needs no timer wakeups for its ACKs.
 //   - Control packets (ACK, ACK2, NAK, keep-alive, Shutdown) leave synchronously through
-//     Config.Output during any of these calls.
+//     Config.Output during any of these calls, Read included (a window update).
 //
-// # Timers (all intervals in µs-resolution time.Duration)
+// conn should re-read Departure and NextTimer after every engine call and re-arm its pacer and
+// timer when they moved earlier.
+//
+// # Timers
 //
 //   - ACK (spec §2.3, §4.4): a full ACK (6 words) when new data has arrived and SYN = 10 ms (or the
-//     controller's ACKPeriod) has passed since the previous ACK; a medium ACK (4 words) when an ACK is
-//     due sooner (after a short packet, or the controller's ACKInterval); a light ACK (1 word) every
-//     64 packets received in between. An unconfirmed ACK (no ACK2 yet) is repeated after
-//     RTT + 4·RTTVar. Not armed when everything received has been acknowledged and confirmed.
-//   - Periodic NAK (draft-gg-udt-03 §4.4; removed from UDT 4.9+, restored here): every
-//     4·RTT + RTTVar + SYN while the receiver loss list is non-empty, the numbers known missing for at
-//     least one interval are reported again (as many as fit in one packet, lowest first).
+//     controller's shorter ACKPeriod) has passed since the previous ACK; a medium ACK (4 words)
+//     when an ACK is due sooner (after a short packet, as UDT4 does, or every ACKInterval packets
+//     if the controller asks); a light ACK (1 word) every 64 data packets in between. An ACK not
+//     yet confirmed by ACK2 is repeated after max(SYN, RTT + 4·RTTVar), doubling for each repeat
+//     of the same number (at most ×128). Not armed when everything received has been acknowledged
+//     and confirmed.
+//   - Periodic NAK (draft-gg-udt-03 §4.4; removed from UDT 4.9+, restored here): while the
+//     receiver loss list is non-empty, every NAK interval/4 the ranges last reported at least one
+//     NAK interval ago, 4·RTT + RTTVar + SYN, are reported again (lowest first, as many as fit in
+//     one packet).
 //   - Retransmission timer (spec §4.5, adapted; UDT4's EXP): armed while data is unacknowledged.
 //     Its first expiry, max(RTT + 4·RTTVar + SYN, 2·SYN) after the last ACK progress, is a
 //     tail-loss probe: the first unacknowledged and the last sent packet are retransmitted (the
@@ -41,14 +60,15 @@
 //     re-queue every unacknowledged packet (UDT4's go-back-N, for peers that do not re-report
 //     losses). A controller's RTO replaces both intervals.
 //   - Keep-alive: sent when nothing was sent for min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends one
-//     per EXP expiry while idle).
+//     per EXP expiry while idle, about every 0.3 s). An idle connection then also trims its
+//     buffers' memory.
 //   - Dead peer: when nothing at all has been received for IdleTimeout, the connection breaks with a
 //     *PeerIdleError (a net.Error whose Timeout() is true). UDT4 also requires 16 EXP expiries, which
-//     stretches its detection to ≈ 46 s; here IdleTimeout alone decides, and at least 8 keep-alives
-//     or retransmissions have been sent by then.
+//     stretches its detection to ≈ 46 s; here IdleTimeout alone decides, by when at least 8
+//     keep-alives or retransmissions have gone unanswered.
 //
-// An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers: about one
-// wakeup per second.
+// An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers: one wakeup
+// per second.
 //
 // # Departures from UDT 4.11 (spec §9.6 and the issue)
 //
@@ -56,10 +76,14 @@
 //     are ignored and counted; UDT4 breaks the connection.
 //   - Light ACKs release send-buffer memory too (the data has reached the peer).
 //   - Read returns all contiguous received data, without waiting for the next ACK.
-//   - When the application frees a significant part of a nearly full receive buffer, an ACK carrying
-//     the new flow window is sent at once instead of waiting for a retransmission timeout.
-//   - NAK and ACK bodies are bounds-checked (spec §9.6 item 7); ACK2 RTT samples are taken once per
-//     ACK (a duplicated ACK2 cannot skew the RTT).
-//   - Every data packet is a solo message (FF = 11, O = 0) with its own message number; UDT4 receivers
-//     ignore message boundaries in stream mode (spec §7.3).
+//   - When the application frees a significant part of a nearly full receive buffer, a medium ACK
+//     carrying the new flow window (ACK sequence number 0, so that it gives no RTT sample) is sent at
+//     once instead of waiting for a retransmission timeout.
+//   - The first RTT sample replaces the initial 100 ms guess (RFC 6298) instead of being smoothed
+//     into it; an ACK's RTT field still equal to UDT4's initial 100/50 ms is not taken as a sample.
+//   - ACK2 RTT samples are taken once per ACK (a duplicated ACK2 cannot skew the RTT).
+//   - Every data packet is a solo message (FF = 11, O = 0) with its own message number; UDT4
+//     receivers ignore message boundaries in stream mode (spec §7.3).
+//   - The packet pair's second packet takes the next slot of the pacing schedule, so pairs do not
+//     raise the average rate (UDT4 sends it for free).
 package stream
