@@ -104,7 +104,11 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 
 	// The link's own measurement first, at the headline setting.
 	head := scs[len(scs)-1]
-	if err := measureLink(ctx, Config{Rate: head.Rate, RTT: head.RTT, Loss: head.Loss, Queue: o.cfg.Queue}, o.tcpTool, table); err != nil {
+	mode := "full"
+	if o.matrix.quick {
+		mode = "quick"
+	}
+	if err := measureLink(ctx, Config{Rate: head.Rate, RTT: head.RTT, Loss: head.Loss, Queue: o.cfg.Queue}, mode, o.tcpTool, table); err != nil {
 		return 1, interrupted(ctx, err)
 	}
 
@@ -142,14 +146,14 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 
 // measureLink builds a testbed, prints its full self-measurement and removes
 // it.
-func measureLink(ctx context.Context, cfg Config, tcpTool string, w io.Writer) error {
+func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w io.Writer) error {
 	tb, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer tb.Close()
 	fmt.Fprintf(w, "link self-measurement at %s:\n", tb.Config)
-	checks, err := SelfMeasure(ctx, tb, "full", tcpTool, os.Stderr)
+	checks, err := SelfMeasure(ctx, tb, mode, tcpTool, os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -57,20 +57,20 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	ctx, cancel := context.WithTimeout(ctx, dur+60*time.Second)
 	defer cancel()
 	listen := netip.AddrPortFrom(tb.Addr(HostB), udtperfPort).String()
-	srv := tb.Command(ctx, HostB, r.bin, "server", "-listen", listen)
+	srv := tb.Command(ctx, HostB, r.bin, "server", "-listen", listen, "-once", "-no-progress")
 	var srvOut bytes.Buffer
 	srv.Stdout, srv.Stderr = &srvOut, &srvOut
 	if err := tb.Start(srv); err != nil {
 		return row, fmt.Errorf("udtperf server: %w", err)
 	}
-	defer stopProcess(srv, 0)
+	defer stopProcess(srv, 2*time.Second) // -once: it exits after the transfer
 	select { // udtperf has no readiness signal; a listener is up well within this
 	case <-ctx.Done():
 		return row, ctx.Err()
 	case <-time.After(500 * time.Millisecond):
 	}
 	cli := tb.Command(ctx, HostA, r.bin, "client", "-connect", listen, "-proto", r.proto,
-		"-time", dur.String(), "-json")
+		"-time", dur.String(), "-json", "-no-progress")
 	var stdout, stderr bytes.Buffer
 	cli.Stdout, cli.Stderr = &stdout, &stderr
 	if err := tb.Start(cli); err != nil {
@@ -93,6 +93,7 @@ type udtperfResult struct {
 	RTTms       float64  `json:"rtt_ms"`
 	SHA256OK    bool     `json:"sha256_ok"`
 	Seconds     float64  `json:"seconds"`
+	Error       string   `json:"error"`
 }
 
 // parseUdtperfJSON reads the client's -json document: either one result
@@ -124,6 +125,9 @@ func parseUdtperfJSON(b []byte, proto string) (Row, error) {
 		return row, errors.New(`udtperf JSON has no "goodput_mbps"`)
 	}
 	row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds = *res.GoodputMbps, res.RetransPct, res.SHA256OK, res.Seconds
+	if res.Error != "" {
+		return row, errors.New(res.Error)
+	}
 	return row, nil
 }
 
