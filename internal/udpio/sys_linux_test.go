@@ -2,6 +2,7 @@ package udpio
 
 import (
 	"encoding/binary"
+	"fmt"
 	"net"
 	"net/netip"
 	"testing"
@@ -228,3 +229,68 @@ func TestSockaddr(t *testing.T) {
 		t.Errorf("AF_UNIX decoded as %v", got)
 	}
 }
+
+// TestGSORuns checks how WriteBatch cuts batches into GSO runs and sendmmsg stretches, and that
+// every datagram arrives whole and in order.
+func TestGSORuns(t *testing.T) {
+	mixed := func(b uint32) [][]byte {
+		// [0..2] a run ending in a shorter datagram, [3..4] a run, [5..6] separate, [7] alone.
+		bufs := contiguous(5, 1472, 1472, b)
+		bufs[2] = bufs[2][:800]
+		sep := separate(b, 9, 9, 9, 1472, 1472, 1472, 1472, 1472)
+		for i := 5; i < 8; i++ {
+			bufs = append(bufs, sep[i])
+		}
+		for i := range bufs {
+			fill(bufs[i], b, uint32(i))
+		}
+		return bufs
+	}
+	for _, c := range []struct {
+		name      string
+		make      func(uint32) [][]byte
+		runs      []int // GSO run lengths gsoRun finds, from the start, taking singles one by one
+		gso, mmsg uint64
+	}{
+		{"64x1472", func(b uint32) [][]byte { return contiguous(64, 1472, 1472, b) }, []int{44, 20}, 2, 0},
+		{"100x600", func(b uint32) [][]byte { return contiguous(100, 600, 600, b) }, []int{64, 36}, 2, 0},
+		{"mixed", mixed, []int{3, 2, 1, 1, 1}, 2, 1},
+		{"first empty", func(b uint32) [][]byte { return contiguous(3, 0, 0, b) }, []int{1, 1, 1}, 0, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bufs := c.make(7)
+			var runs []int
+			for i := 0; i < len(bufs); {
+				k, _, total := gsoRun(bufs[i:])
+				if total > MaxGSOBytes || k < 1 {
+					t.Fatalf("run at %d: %d datagrams, %d bytes", i, k, total)
+				}
+				runs = append(runs, k)
+				i += k
+			}
+			if fmtInts(runs) != fmtInts(c.runs) {
+				t.Fatalf("runs %v, want %v", runs, c.runs)
+			}
+			su := listen(t, "udp4", "127.0.0.1:0")
+			ru := listen(t, "udp4", "127.0.0.1:0")
+			ru.SetReadBuffer(4 << 20)
+			s, r := New(su), New(ru)
+			if n, err := s.WriteBatch(bufs, addrOf(ru, "127.0.0.1")); n != len(bufs) || err != nil {
+				t.Fatalf("WriteBatch = %d, %v", n, err)
+			}
+			got := readN(t, r, len(bufs), 2048)
+			for i, m := range got {
+				if m.N != len(bufs[i]) || m.Truncated {
+					t.Fatalf("datagram %d: %d bytes, want %d", i, m.N, len(bufs[i]))
+				}
+				check(t, m.Buf, len(bufs[i]), 7, uint32(i))
+			}
+			ss := sys(t, s)
+			if g, m := ss.gsoSends.Load(), ss.mmsgCalls.Load(); g != c.gso || m != c.mmsg {
+				t.Fatalf("%d GSO sends and %d sendmmsg calls, want %d and %d", g, m, c.gso, c.mmsg)
+			}
+		})
+	}
+}
+
+func fmtInts(v []int) string { return fmt.Sprint(v) }

@@ -101,20 +101,22 @@ func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 }
 
 // WriteBatch sends bufs, in order, as len(bufs) datagrams to one destination, with as few system
-// calls as it can:
+// calls as it can. It cuts bufs into runs, each sent with one call:
 //
-//   - one GSO sendmsg when GSO is on, there are at least two datagrams, all have the length of
-//     bufs[0] > 0 except the last which is not longer, they lie back to back in memory (bufs[i]
-//     starts where bufs[i-1] ends: carve them from one array at a fixed stride equal to the
-//     datagram length; capacity does not matter), there are at most MaxGSOSegments of them and at
-//     most MaxGSOBytes in all;
-//   - else sendmmsg, up to 64 datagrams per call;
-//   - else one write per datagram.
+//   - a GSO run (when GSO is on): two or more datagrams, all of the length of the first (> 0) but
+//     the last, which may be shorter, lying back to back in memory (each starts where the one before
+//     ends: carve the buffers from one array at a stride equal to the datagram length; capacity does
+//     not matter), at most MaxGSOSegments of them and MaxGSOBytes in all. A longer batch of such
+//     buffers (64 × 1472 bytes, say) goes as several GSO sends;
+//   - the datagrams between GSO runs (or all of them without GSO): sendmmsg, up to 64 per call;
+//   - without sendmmsg (forced off, or a destination with a named IPv6 zone): one write each.
 //
 // A full socket send buffer waits in Go's netpoller (or ends at the write deadline); it never spins.
-// A GSO send the kernel refuses with EIO or EINVAL turns GSO off for this Conn and the batch is sent
-// again without it. It returns how many datagrams were sent (the first n of bufs) and, if not all,
-// the error that stopped it. Safe for concurrent use; allocates nothing in steady state.
+// A GSO send the kernel refuses with EIO (no transmit checksum offload) or EINVAL (udp(7)) turns
+// GSO off for this Conn and those datagrams are sent again without it. It returns how many
+// datagrams were sent (the first n of bufs) and, if not all, the error that stopped it: the
+// PacketConn's (net.ErrClosed, os.ErrDeadlineExceeded) or the system call's, in a *net.OpError.
+// Safe for concurrent use; allocates nothing in steady state.
 func (c *Conn) WriteBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	if len(bufs) == 0 {
 		return 0, nil

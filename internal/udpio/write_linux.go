@@ -86,48 +86,39 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	if !ok {
 		return s.writeLoop(bufs, to)
 	}
-	if len(bufs) >= 2 && s.gso.Load() {
-		if seg, total, ok := gsoLayout(bufs); ok {
-			h := w.header(0)
-			w.iovs[0].Base = unsafe.SliceData(bufs[0])
-			w.iovs[0].SetLen(total)
-			w.putSegment(seg)
-			h.Control = &w.oob[0]
-			h.SetControllen(gsoOOBSize)
-			rawErr, errno := w.run(false, 1)
-			w.iovs[0].Base = nil
-			switch {
-			case rawErr != nil:
-				return 0, rawErr
-			case errno == 0:
-				s.gsoSends.Add(1)
-				return len(bufs), nil
-			case errno == unix.EIO || errno == unix.EINVAL:
-				// No checksum offload on the device (EIO), or a size the kernel refuses (EINVAL):
-				// udp(7). Give up GSO on this Conn and send the batch the other way.
-				s.gso.Store(false)
-			default:
-				return 0, s.opError("write", "sendmsg", errno, to)
-			}
-		}
-	}
-	if !s.mmsg {
-		return s.writeLoop(bufs, to)
-	}
 	sent := 0
 	for sent < len(bufs) {
-		chunk := bufs[sent:min(len(bufs), sent+maxBatch)]
-		for i, b := range chunk {
-			w.header(i)
-			w.iovs[i].Base = unsafe.SliceData(b)
-			w.iovs[i].SetLen(len(b))
+		if s.gso.Load() {
+			if k, seg, total := gsoRun(bufs[sent:]); k >= 2 {
+				done, rawErr, errno := w.sendGSO(bufs[sent], seg, total)
+				if rawErr != nil {
+					return sent, rawErr
+				}
+				if errno != 0 {
+					return sent, s.opError("write", "sendmsg", errno, to)
+				}
+				if done {
+					sent += k
+					continue
+				}
+				// The kernel refused GSO; w.sendGSO turned it off. Send the rest without.
+			}
 		}
-		rawErr, errno := w.run(true, len(chunk))
-		s.mmsgCalls.Add(1)
-		for i := range chunk {
-			w.iovs[i].Base = nil // keep no caller memory alive
+		// The stretch up to the next GSO run (or all of it, without GSO) goes by sendmmsg.
+		end := sent + 1
+		for end < len(bufs) && end-sent < maxBatch && !(s.gso.Load() && gsoPair(bufs[end:])) {
+			end++
 		}
-		sent += w.done
+		if !s.mmsg {
+			n, err := s.writeLoop(bufs[sent:end], to)
+			sent += n
+			if err != nil {
+				return sent, err
+			}
+			continue
+		}
+		n, rawErr, errno := w.sendMMsg(bufs[sent:end])
+		sent += n
 		if rawErr != nil {
 			return sent, rawErr
 		}
@@ -136,6 +127,48 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 		}
 	}
 	return sent, nil
+}
+
+// sendGSO sends total bytes from first's start as datagrams of seg bytes in one sendmsg. done is
+// false if the kernel refused GSO (it is then off for the Conn) or on another failure: the
+// RawConn's (closed, deadline) or the system call's errno.
+func (w *writer) sendGSO(first []byte, seg, total int) (done bool, rawErr error, errno unix.Errno) {
+	h := w.header(0)
+	w.iovs[0].Base = unsafe.SliceData(first)
+	w.iovs[0].SetLen(total)
+	w.putSegment(seg)
+	h.Control = &w.oob[0]
+	h.SetControllen(gsoOOBSize)
+	rawErr, errno = w.run(false, 1)
+	w.iovs[0].Base = nil // keep no caller memory alive
+	switch {
+	case rawErr != nil:
+		return false, rawErr, 0
+	case errno == 0:
+		w.s.gsoSends.Add(1)
+		return true, nil, 0
+	case errno == unix.EIO || errno == unix.EINVAL:
+		// No checksum offload on the device (EIO), or a size the kernel refuses (EINVAL):
+		// udp(7). Give up GSO on this Conn.
+		w.s.gso.Store(false)
+		return false, nil, 0
+	}
+	return false, nil, errno
+}
+
+// sendMMsg sends bufs (at most maxBatch) by sendmmsg; n is how many went.
+func (w *writer) sendMMsg(bufs [][]byte) (n int, rawErr error, errno unix.Errno) {
+	for i, b := range bufs {
+		w.header(i)
+		w.iovs[i].Base = unsafe.SliceData(b)
+		w.iovs[i].SetLen(len(b))
+	}
+	rawErr, errno = w.run(true, len(bufs))
+	w.s.mmsgCalls.Add(1)
+	for i := range bufs {
+		w.iovs[i].Base = nil // keep no caller memory alive
+	}
+	return w.done, rawErr, errno
 }
 
 // writeLoop sends one datagram per system call through the standard library.
@@ -162,28 +195,37 @@ func (w *writer) putSegment(seg int) {
 	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(seg))
 }
 
-// gsoLayout reports whether bufs can go as one GSO send: at least two datagrams, all of the length
-// of bufs[0] > 0 but the last, which is 1..that long, back to back in memory, at most
-// MaxGSOSegments and MaxGSOBytes. It returns the segment size and the total length.
-func gsoLayout(bufs [][]byte) (seg, total int, ok bool) {
+// gsoRun returns how many datagrams from bufs[0] on can go as one GSO send (k ≥ 2 when worth
+// it), their segment size and their total length: datagrams of len(bufs[0]) > 0 bytes, the last
+// possibly shorter (a shorter one ends the run), each starting where the one before ends, at most
+// MaxGSOSegments of them and MaxGSOBytes in all.
+func gsoRun(bufs [][]byte) (k, seg, total int) {
 	seg = len(bufs[0])
-	n := len(bufs)
-	if seg == 0 || n < 2 || n > MaxGSOSegments {
-		return 0, 0, false
-	}
-	last := len(bufs[n-1])
-	total = (n-1)*seg + last
-	if last == 0 || last > seg || total > MaxGSOBytes {
-		return 0, 0, false
+	if seg == 0 || seg > MaxGSOBytes {
+		return 1, seg, seg
 	}
 	base := uintptr(unsafe.Pointer(unsafe.SliceData(bufs[0])))
-	for i := 1; i < n; i++ {
-		if i < n-1 && len(bufs[i]) != seg {
-			return 0, 0, false
+	k, total = 1, seg
+	for k < len(bufs) && k < MaxGSOSegments {
+		b := bufs[k]
+		if len(b) == 0 || len(b) > seg || total+len(b) > MaxGSOBytes ||
+			uintptr(unsafe.Pointer(unsafe.SliceData(b))) != base+uintptr(k*seg) {
+			break
 		}
-		if uintptr(unsafe.Pointer(unsafe.SliceData(bufs[i]))) != base+uintptr(i*seg) {
-			return 0, 0, false
+		total += len(b)
+		k++
+		if len(b) < seg {
+			break
 		}
 	}
-	return seg, total, true
+	return k, seg, total
+}
+
+// gsoPair reports whether a GSO run of at least two datagrams starts at bufs[0].
+func gsoPair(bufs [][]byte) bool {
+	if len(bufs) < 2 {
+		return false
+	}
+	k, _, _ := gsoRun(bufs[:2])
+	return k == 2
 }
