@@ -20,8 +20,7 @@ const (
 	// horizon (spec §1.6, §9.2).
 	maxWindow = 1 << 20
 	// minRTO is the floor of the retransmission timeouts after the tail-loss probe (UDT 4.11 uses
-	// 300 ms because its timers
-	// are scanned every ~100 ms, spec §4.1; ours are exact).
+	// 300 ms because its timers are scanned every ~100 ms, spec §4.1; ours are exact).
 	minRTO = 100 * time.Millisecond
 	// maxRTOBackoff caps the RTO multiplier N.
 	maxRTOBackoff = 16
