@@ -25,8 +25,9 @@ type reader struct {
 	errno   error // its errno, if it failed
 	fn      func(fd uintptr) bool
 
-	// GRO: datagrams land in gbuf (groBuffers × GROBufferSize, allocated on first use), then runs
-	// describe the glued datagrams not yet handed out.
+	// GRO: datagrams land in gbuf (GROBufferSize per buffer: one on first use, doubled up to
+	// groBuffers each time a read fills them all), then runs describe the glued datagrams not yet
+	// handed out.
 	gbuf  []byte
 	runs  [groBuffers]run
 	nruns int
@@ -138,7 +139,10 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 // fillGRO reads into the GRO buffers and records the runs; it blocks until at least one arrives.
 func (r *reader) fillGRO() error {
 	if r.gbuf == nil {
-		r.gbuf = make([]byte, groBuffers*GROBufferSize)
+		r.gbuf = make([]byte, GROBufferSize)
+	} else if r.s.mmsg && r.n == len(r.gbuf)/GROBufferSize && r.n < groBuffers {
+		// The last read filled every buffer: more were waiting. Its runs are all handed out.
+		r.gbuf = make([]byte, 2*len(r.gbuf))
 	}
 	r.nruns, r.cur = 0, 0
 	if !r.s.mmsg {
@@ -150,7 +154,7 @@ func (r *reader) fillGRO() error {
 		r.addRun(0, n, r.oob[0][:oobn], unmap(from), flags&unix.MSG_TRUNC != 0)
 		return nil
 	}
-	r.vlen = groBuffers
+	r.vlen = len(r.gbuf) / GROBufferSize
 	for i := 0; i < r.vlen; i++ {
 		setIovec(&r.iovs[i], r.gbuf[i*GROBufferSize:(i+1)*GROBufferSize])
 	}

@@ -18,8 +18,9 @@ import (
 // maxBatch is the most datagrams one recvmmsg/sendmmsg call moves.
 const maxBatch = 64
 
-// groBuffers is how many GRO buffers (GROBufferSize each) one recvmmsg fills: up to
-// groBuffers × 64 KiB of glued datagrams, or groBuffers datagrams that arrived unglued.
+// groBuffers is the most GRO buffers (GROBufferSize each) one recvmmsg fills: up to
+// groBuffers × 64 KiB of glued datagrams, or groBuffers datagrams that arrived unglued. A reader
+// starts with one and doubles them while reads fill them all, so an idle socket holds 64 KiB.
 const groBuffers = 8
 
 // mmsghdr is struct mmsghdr of sendmmsg(2)/recvmmsg(2): Go pads it to Msghdr's alignment as C does.

@@ -294,3 +294,35 @@ func TestGSORuns(t *testing.T) {
 }
 
 func fmtInts(v []int) string { return fmt.Sprint(v) }
+
+// TestGROBuffersGrow checks that a GRO reader starts with one 64 KiB buffer and doubles its
+// buffers, up to groBuffers, while datagrams that arrive unglued fill them all.
+func TestGROBuffersGrow(t *testing.T) {
+	su := listen(t, "udp4", "127.0.0.1:0")
+	ru := listen(t, "udp4", "127.0.0.1:0")
+	ru.SetReadBuffer(4 << 20)
+	s, r := newConn(su, options{noGSO: true}), New(ru)
+	bufs := contiguous(64, 1000, 1000, 3)
+	if n, err := s.WriteBatch(bufs, addrOf(ru, "127.0.0.1")); n != 64 || err != nil {
+		t.Fatalf("WriteBatch = %d, %v", n, err)
+	}
+	msgs := newMsgs(64, 1500)
+	var sizes []int
+	for got := 0; got < 64; {
+		n, err := r.ReadBatch(msgs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, m := range msgs[:n] {
+			check(t, m.Buf[:m.N], 1000, 3, uint32(got+i))
+		}
+		got += n
+		sizes = append(sizes, n)
+	}
+	if want := "[1 2 4 8 8 8 8 8 8 8 1]"; fmtInts(sizes) != want {
+		t.Fatalf("datagrams per ReadBatch %v, want %s", sizes, want)
+	}
+	if nb := len(sys(t, r).r.gbuf) / GROBufferSize; nb != groBuffers {
+		t.Fatalf("%d GRO buffers, want %d", nb, groBuffers)
+	}
+}
