@@ -2,7 +2,7 @@ package congestion
 
 import "time"
 
-// The loss-tolerant controller's thresholds (see LossTolerant).
+// The loss-tolerant controller's parameters (see LossTolerant).
 const (
 	// LossTolerantQueueDelay is the queueing delay, as a fraction of the minimum RTT, above which
 	// a loss counts as congestion: smoothed RTT − min RTT > min RTT/8.
@@ -10,22 +10,25 @@ const (
 	// LossTolerantMinQueueDelay is the floor of that threshold, for paths of a few ms or less.
 	LossTolerantMinQueueDelay = time.Millisecond
 	// LossTolerantLossRate is the loss rate above which a loss counts as congestion whatever
-	// the delay (BBRv2's loss threshold, 2 %).
+	// the delay: 2 %, BBRv2's loss threshold.
 	LossTolerantLossRate = 0.02
-	// LossTolerantLossSample is the number of packets sent over which the loss rate is measured:
-	// the most recent rounds (of max(smoothed RTT, SYN) each) that together sent at least that
-	// many, at most ltRounds of them.
-	LossTolerantLossSample = 1000
-	// LossTolerantMinLosses is the number of losses the loss-rate rule needs at least, so that
-	// a loss or two in a short sample does not make a rate.
-	LossTolerantMinLosses = 5
-	// LossTolerantWindowGain multiplies the native window's rate term after slow start.
+	// LossTolerantMinSample and LossTolerantMaxSample bound the span of sequence numbers over
+	// which the loss rate is measured: two RTTs of packets at the receive rate, at least 500 and
+	// at most 5000 packets.
+	LossTolerantMinSample = 500
+	LossTolerantMaxSample = 5000
+	// LossTolerantWindowGain multiplies the rate term of the native window after slow start:
+	// cwnd = 3·RecvRate·(RTT+SYN) + 16 packets.
 	LossTolerantWindowGain = 3
 )
 
-// LossTolerant is UDT's native DAIMD (Native) that ignores random losses: the controller for
-// long, fast, lossy paths (satellite, long-haul wireless, lossy WANs), where the native
-// algorithm collapses. It is not UDT 4.11's algorithm; select it explicitly
+// ltRanges is the number of recent loss ranges kept for the loss rate: enough for 5 % loss in
+// single-packet ranges over LossTolerantMaxSample packets, above LossTolerantLossRate.
+const ltRanges = 256
+
+// LossTolerant is UDT's native DAIMD (Native) that ignores random losses: a controller for long,
+// fast, lossy paths (long-haul wireless, satellite, lossy WANs), where the native algorithm
+// collapses. It is not UDT 4.11's algorithm and not the default; select it explicitly
 // (NewLossTolerant, LossTolerantFactory, or ParseSpec("udt-lt")).
 //
 // # Why
@@ -33,84 +36,96 @@ const (
 // The native controller reads every NAK of a packet sent after its last decrease as a new
 // congestion period and cuts the rate by 1/9, up to five times per period, and it does not
 // increase in a SYN that saw a loss (spec §5.3). Under 1 % random loss at 100 Mbit/s and 100 ms
-// RTT there are ~8 losses per RTT, so it decreases every RTT and almost never increases: it keeps
-// under 10 % of the path (the measured figures are in the package README). Loss-based TCPs
-// behave alike (Mathis et al., "The Macroscopic Behavior of the TCP Congestion Avoidance
-// Algorithm", CCR 1997: rate ∝ MSS/(RTT·√p)); CUBIC keeps under 2 % there. BBR (Cardwell et
-// al., "BBR: Congestion-Based Congestion Control", ACM Queue 2016) and PCC (Dong et al., NSDI
-// 2015) reach 85–90 % because they do not treat a loss as a congestion signal by itself.
+// RTT there are ~8 losses per RTT: it decreases every RTT, hardly ever increases, and keeps under
+// 10 % of the path. Loss-based TCPs behave alike (Mathis et al., "The Macroscopic Behavior of the
+// TCP Congestion Avoidance Algorithm", CCR 1997: rate ∝ MSS/(RTT·√p)); CUBIC gets under 2 %
+// there. BBR (Cardwell et al., "BBR: Congestion-Based Congestion Control", ACM Queue 2016) and PCC
+// (Dong et al., NSDI 2015) get 85–90 % because a loss alone is not their congestion signal.
 //
 // # What
 //
-// LossTolerant keeps all of the native algorithm (slow start, the window, the DAIMD increase,
-// the decrease and its randomised spacing) and changes only which loss reports reach it. A NAK
-// is a congestion signal, passed to the native decrease, when any of these holds:
+// LossTolerant keeps the native algorithm (slow start, the DAIMD increase, the decrease and its
+// randomised spacing) and changes which loss reports reach it. A NAK is a congestion signal,
+// passed to the native decrease, when
 //
-//   - the queue has grown: the smoothed RTT exceeds the minimum RTT seen on the connection by
-//     more than max(min RTT·LossTolerantQueueDelay, LossTolerantMinQueueDelay). A drop-tail
-//     bottleneck only drops when its queue is full, which shows as RTT inflation; a random loss
-//     happens at any queue length. This is TCP Veno's rule (Fu, Liew, "TCP Veno: TCP
-//     Enhancement for Transmission over Wireless Access Networks", IEEE JSAC 21(2), 2003), which
-//     reads a Vegas-style backlog estimate to tell random from congestion losses;
-//   - the loss rate is high: more than LossTolerantLossRate (2 %) of the packets sent in the
-//     last two rounds (a round lasts max(smoothed RTT, SYN)) were reported lost, and at least
-//     LossTolerantMinLosses of them. BBRv2 backs off above the same 2 % (Cardwell et al., "BBR
-//     v2", IETF 104 ICCRG, 2019). This catches a shallow-buffered bottleneck, whose overflow
-//     hardly inflates the RTT;
-//   - nothing is known yet: no RTT has been measured.
+//   - the loss rate is high: more than LossTolerantLossRate (2 %) of the sequence numbers of the
+//     last two RTTs (RecvRate·2·RTT packets, 500 to 5000) up to the NAK's newest loss were
+//     reported lost. BBRv2 backs off above the same 2 % (Cardwell et al., "BBR v2", IETF 104
+//     ICCRG, 2019). Counting over sequence numbers, not time, keeps the estimate true when the
+//     rate changes; two RTTs are short enough to see the burst of drops of a drop-tail queue's
+//     overflow (several % of a flow's packets in that RTT), and ≥ 500 packets make 1 % random
+//     loss (≥ 5 expected) exceed twice its mean rarely (for 10 expected: P ≈ 0.2 %). Every NAK
+//     then goes to the native algorithm, with its several decreases per congestion period, so
+//     that at an overflow LossTolerant backs off as much as a native flow does;
+//   - or the queue has grown: the smoothed RTT exceeds the smallest seen by more than
+//     max(min RTT·LossTolerantQueueDelay, LossTolerantMinQueueDelay), the NAK starts a new
+//     congestion period (its first loss was sent after the last decrease) and the last decrease
+//     for delay was at least two smoothed RTTs ago: a full queue drops, a random loss strikes at
+//     any queue length. This is TCP Veno's test (Fu, Liew, "TCP Veno: TCP Enhancement for
+//     Transmission over Wireless Access Networks", IEEE JSAC 21(2), 2003), which reads a
+//     Vegas-style backlog to tell random from congestion losses. The spacing lets the smoothed
+//     RTT show the effect of one decrease before the next: after a cut of 1/9 a queue at the
+//     threshold drains in about one min RTT;
+//   - or the controller is in slow start and the queue has grown (as above, without spacing).
 //
 // Any other NAK is a random loss: it is counted and otherwise ignored, so it neither decreases
 // the rate nor blocks the next increase (the native "no increase in the SYN after a loss").
 // conn still retransmits every lost packet. A retransmission timeout (EXP) always reaches the
 // native algorithm.
 //
+// Two more changes make the native algorithm work under sustained random loss:
+//
+//   - The window. conn counts packets in flight from the oldest unacknowledged one (spec §4.6),
+//     and under random loss there is always a hole, repaired one RTT after the loss, or two to
+//     three if the retransmission is lost too. The native window, one RTT+SYN of the arrival
+//     rate plus 16 packets, would stall the sender on every hole, so after slow start the rate
+//     term is multiplied by LossTolerantWindowGain (3), as BBR keeps 2 BDP in flight. The pacing
+//     period still sets the rate.
+//   - The increase. The native rate control runs on ACKs that advance the acknowledged number,
+//     at most once per SYN, one increase per run. Under random loss ACKs stall behind holes and
+//     the native rate grows a third as fast; LossTolerant applies one increase per SYN elapsed
+//     since the previous run (at most two RTTs' worth), so the growth per second is the
+//     native's on a clean path.
+//
 // Losses are counted once: only the part of a NAK beyond the largest loss already reported
-// counts, so the receiver's periodic NAK re-reports (spec §4.4) do not inflate the loss rate.
-// The minimum RTT is the smallest smoothed RTT of the connection's life, never aged out (unlike
-// BBR's 10-second window): if the path's RTT grows, losses look like congestion and the
-// controller falls back to the native behaviour, which is the safe direction.
+// counts, so the receiver's periodic re-reports (spec §4.4) do not inflate the loss rate. The
+// minimum RTT is the smallest smoothed RTT of the connection's life, never aged out (BBR ages its
+// own over 10 s): if the path's RTT grows, losses look like congestion and the controller falls
+// back to the native behaviour, the safe direction.
 //
 // # Behaviour and limits
 //
-//   - On a drop-tail bottleneck shared with other flows (native UDT, TCP), losses happen with
-//     a full queue and pass to the native algorithm: two LossTolerant flows, or a LossTolerant
-//     and a native flow, share as native flows do (the README's table has the figures).
-//   - Alone on a lossy path, the controller raises its rate until its own queue passes the delay
-//     threshold, then the random losses count and it backs off: the standing queue is about
-//     min RTT/8.
-//   - On a bottleneck whose buffer is shallower than min RTT/8 (and ≥ LossTolerantMinQueueDelay)
-//     it may keep up to ~2 % loss, as BBRv2 does, where the native controller would back off
-//     earlier.
-//   - Jitter that inflates the RTT without a queue makes losses count as congestion: the
-//     controller is then as cautious as the native one.
+//   - On a drop-tail bottleneck shared with other flows, losses come with a full queue and reach
+//     the native algorithm, so LossTolerant flows share with each other and with native flows as
+//     native flows do (the package README has the figures).
+//   - Alone on a lossy path, it raises its rate until its own queue passes the delay threshold,
+//     then backs off: it keeps a standing queue of up to about min RTT/8.
+//   - On a bottleneck whose buffer is shallower than that threshold, overflow hardly inflates the
+//     RTT and only the loss-rate rule backs it off: it may keep up to ~2 % loss there, as BBRv2
+//     does, where the native controller backs off at the first loss.
+//   - Jitter that inflates the RTT without a queue makes losses count as congestion: it is then
+//     as cautious as the native controller.
 //
-// Inputs and outputs are those of Native (ACK.RTT must be the smoothed RTT, ACK.RecvRate and
-// Bandwidth the receiver's estimates). A LossTolerant is not safe for concurrent use.
+// Inputs and outputs are those of Native (ACK.RTT must be the smoothed RTT). A LossTolerant is
+// not safe for concurrent use.
 type LossTolerant struct {
-	nat *Native // the native algorithm that gets the congestion signals
+	nat *Native // the native algorithm, which gets the congestion signals
 
-	srtt    time.Duration // the latest smoothed RTT; 0 = none yet
-	minRTT  time.Duration // the smallest smoothed RTT seen; 0 = none yet
-	maxLost uint32        // the largest sequence number reported lost so far
-	anyLost bool          // maxLost is set
-
-	rounds              [ltRounds]ltRound // ring of the last rounds' counts; rounds[cur] is this one
-	cur                 int
-	roundStart          time.Time
-	randomN, congestedN uint64
+	srtt     time.Duration // the latest smoothed RTT; 0 = none yet
+	minRTT   time.Duration // the smallest smoothed RTT seen; 0 = none yet
+	lastCut  time.Time     // the last decrease for delay
+	maxLost  uint32        // the largest sequence number reported lost so far
+	anyLost  bool          // maxLost is set
+	ranges   [ltRanges]Range
+	nranges  int // ranges recorded, ever (ranges[i%ltRanges])
+	randomN  uint64
+	congestN uint64
 }
-
-// ltRounds is the number of rounds the loss rate looks back at most.
-const ltRounds = 8
-
-// ltRound counts one round's packets.
-type ltRound struct{ sent, lost int64 }
 
 // NewLossTolerant returns a loss-tolerant controller (see LossTolerant), ready for Init. The
 // options are the native controller's (e.g. WithRandSource).
 func NewLossTolerant(opts ...NativeOption) *LossTolerant {
 	c := &LossTolerant{nat: NewNative(opts...)}
-	c.nat.catchUp = true
 	c.Init(time.Time{}, Params{})
 	return c
 }
@@ -121,11 +136,12 @@ func LossTolerantFactory(opts ...NativeOption) Factory {
 	return func() Controller { return NewLossTolerant(opts...) }
 }
 
-// Init resets the controller for a connection: the native algorithm's Init and the loss
-// classifier's state.
+// Init resets the controller for a connection: the native algorithm's Init (Params as there)
+// and the loss classifier.
 func (c *LossTolerant) Init(now time.Time, p Params) {
 	c.nat.Init(now, p)
-	*c = LossTolerant{nat: c.nat, roundStart: now}
+	c.nat.catchUp = true
+	*c = LossTolerant{nat: c.nat}
 }
 
 // OnACK records the smoothed RTT and runs the native rate control.
@@ -136,29 +152,20 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 			c.minRTT = a.RTT
 		}
 	}
-	c.roll(now)
 	c.nat.OnACK(now, a)
 }
 
-// OnPacketSent counts the packet for the loss rate and records the largest sequence number
-// sent.
-func (c *LossTolerant) OnPacketSent(now time.Time, seq uint32, size int) {
-	c.roll(now)
-	c.rounds[c.cur].sent++
-	c.nat.OnPacketSent(now, seq, size)
-}
-
-// OnLoss counts the newly reported losses and passes the report to the native decrease if it is
-// a congestion signal (see LossTolerant); otherwise it only counts it as random.
+// OnLoss records the newly reported losses and passes the report to the native decrease if it is
+// a congestion signal (see LossTolerant); otherwise it only counts it as random. A report without
+// ranges is ignored.
 func (c *LossTolerant) OnLoss(now time.Time, l Loss) {
 	if len(l.Ranges) == 0 {
 		return
 	}
-	c.roll(now)
 	for _, r := range l.Ranges {
 		first, last := r.First&maxSeq, r.Last&maxSeq
 		if seqAfter(first, last) {
-			last = first // a reversed range: count its first number only
+			last = first // a reversed range: its first number only
 		}
 		if c.anyLost {
 			if !seqAfter(last, c.maxLost) {
@@ -168,21 +175,20 @@ func (c *LossTolerant) OnLoss(now time.Time, l Loss) {
 				first = (c.maxLost + 1) & maxSeq
 			}
 		}
-		c.rounds[c.cur].lost += seqOffset(first, last) + 1
+		c.ranges[c.nranges%ltRanges] = Range{first, last}
+		c.nranges++
 		c.maxLost, c.anyLost = last, true
 	}
-	if !c.congested(l.Ranges[0].First & maxSeq) {
+	if !c.congested(now, l.Ranges[0].First&maxSeq) {
 		c.randomN++
 		return
 	}
-	c.congestedN++
+	c.congestN++
 	c.nat.OnLoss(now, l)
 }
 
-// congested reports whether a loss report whose first lost packet is first is a congestion
-// signal: the loss rate is high, or the queue has grown and the report starts a new congestion
-// period (one decrease per period for the delay evidence alone).
-func (c *LossTolerant) congested(first uint32) bool {
+// congested reports whether a loss report whose first loss is first is a congestion signal.
+func (c *LossTolerant) congested(now time.Time, first uint32) bool {
 	if c.LossRate() > LossTolerantLossRate {
 		return true
 	}
@@ -193,17 +199,65 @@ func (c *LossTolerant) congested(first uint32) bool {
 	if c.srtt-c.minRTT <= thresh {
 		return false
 	}
-	return c.nat.slowStart || seqAfter(first, c.nat.lastDecSeq)
+	if c.nat.slowStart {
+		return true
+	}
+	if !seqAfter(first, c.nat.lastDecSeq) {
+		return false // not a new congestion period
+	}
+	if d := now.Sub(c.lastCut); d >= 0 && d < 2*c.srtt {
+		return false // the last decrease for delay has not shown in the RTT yet
+	}
+	c.lastCut = now
+	return true
+}
+
+// LossRate returns the loss rate the classifier uses: the share of the last Sample() sequence
+// numbers up to the newest reported loss that were reported lost (each loss counted once), 0
+// before the first loss.
+func (c *LossTolerant) LossRate() float64 {
+	if !c.anyLost {
+		return 0
+	}
+	n := c.Sample()
+	var lost int64
+	for i := 1; i <= min(c.nranges, ltRanges); i++ {
+		r := c.ranges[(c.nranges-i)%ltRanges]
+		// The part of r within the last LossTolerantLossSample numbers up to maxLost.
+		from := seqOffset(r.First, c.maxLost) // ≥ 0: how far before maxLost r starts
+		to := seqOffset(r.Last, c.maxLost)
+		if to >= n || to < 0 {
+			break // older ranges are further back still
+		}
+		lost += min(from, n-1) - to + 1
+	}
+	return float64(lost) / float64(n)
+}
+
+// Sample returns the span of the loss rate in packets: the packets of two smoothed RTTs at the
+// receive rate, in [LossTolerantMinSample, LossTolerantMaxSample].
+func (c *LossTolerant) Sample() int64 {
+	n := float64(c.nat.recvRate) * 2 * c.srtt.Seconds()
+	if !(n >= LossTolerantMinSample) { // also NaN
+		return LossTolerantMinSample
+	}
+	return int64(min(n, LossTolerantMaxSample))
 }
 
 // OnTimeout runs the native timeout handling (spec §5.4).
 func (c *LossTolerant) OnTimeout(now time.Time) { c.nat.OnTimeout(now) }
 
+// OnPacketSent records the largest sequence number sent.
+func (c *LossTolerant) OnPacketSent(now time.Time, seq uint32, size int) {
+	c.nat.OnPacketSent(now, seq, size)
+}
+
 // OnPacketReceived does nothing, as Native's.
 func (c *LossTolerant) OnPacketReceived(now time.Time, seq uint32, size int) {}
 
-// State returns the native algorithm's state (Period = STP, ACKPeriod = SYN) with, after slow
-// start, the window's rate term multiplied by LossTolerantWindowGain.
+// State returns the native algorithm's state (Period = STP ≤ 1 s, ACKPeriod = SYN) with, after
+// slow start, the window's rate term multiplied by LossTolerantWindowGain (16 to NoWindowLimit
+// packets).
 func (c *LossTolerant) State() State {
 	s := c.nat.State()
 	if !c.nat.SlowStart() {
@@ -215,48 +269,12 @@ func (c *LossTolerant) State() State {
 // SlowStart reports whether the controller is still in slow start.
 func (c *LossTolerant) SlowStart() bool { return c.nat.SlowStart() }
 
-// Losses returns the numbers of loss reports (NAKs) classified so far as random (ignored) and
-// as congestion (passed to the native decrease).
-func (c *LossTolerant) Losses() (random, congestion uint64) { return c.randomN, c.congestedN }
-
-// LossRate returns the loss rate the classifier uses: lost/sent over the most recent rounds that
-// together sent at least LossTolerantLossSample packets (at most 8 rounds), or 0 if fewer than
-// LossTolerantMinLosses packets were lost in them. It may exceed 1 when retransmissions are
-// reported lost again.
-func (c *LossTolerant) LossRate() float64 {
-	var sent, lost int64
-	for i := range ltRounds {
-		r := c.rounds[(c.cur-i+ltRounds)%ltRounds]
-		sent += r.sent
-		lost += r.lost
-		if sent >= LossTolerantLossSample {
-			break
-		}
-	}
-	if lost < LossTolerantMinLosses {
-		return 0
-	}
-	return float64(lost) / float64(max(sent, 1))
-}
-
-// roll starts a new round when the current one has lasted max(smoothed RTT, SYN), clearing
-// rounds that passed without events. A clock that goes backwards keeps the current round.
-func (c *LossTolerant) roll(now time.Time) {
-	round := max(c.srtt, SYN)
-	el := now.Sub(c.roundStart)
-	if el < round {
-		return
-	}
-	for k := min(el/round, ltRounds); k > 0; k-- {
-		c.cur = (c.cur + 1) % ltRounds
-		c.rounds[c.cur] = ltRound{}
-	}
-	c.roundStart = now
-}
+// Losses returns the numbers of loss reports (NAKs) classified so far as random (ignored) and as
+// congestion (passed to the native decrease).
+func (c *LossTolerant) Losses() (random, congestion uint64) { return c.randomN, c.congestN }
 
 // MinRTT returns the smallest smoothed RTT seen, 0 before the first.
 func (c *LossTolerant) MinRTT() time.Duration { return c.minRTT }
 
 // String returns "udt-lt", the name ParseSpec accepts for it.
 func (c *LossTolerant) String() string { return "udt-lt" }
-

@@ -70,23 +70,37 @@ func TestConnOneFlow(t *testing.T) {
 }
 
 // Two flows share the bottleneck, the second starting 2 s later: Jain's fairness index over
-// seconds 20–30 is ≥ 0.95 and together they fill ≥ 85 % of it.
+// seconds 20–30 is ≥ 0.95, together they fill ≥ 85 % of it, and the queue drops stay under 2 %
+// of the packets offered (congestion losses still back the loss-tolerant controller off). The
+// mixed pair (native first, loss-tolerant second) checks that udt-lt does not crowd out native
+// flows.
 func TestConnTwoFlows(t *testing.T) {
 	dur := simDuration(30*time.Second, 8*time.Second)
 	from := max(int(dur/time.Second)-10, 4)
-	for _, c := range simControllers {
+	for _, c := range []struct {
+		name   string
+		a, b   func(uint64) congestion.Factory
+		na, nb string
+	}{
+		{"native", nativeSeeded, nativeSeeded, "native 1", "native 2"},
+		{"udt-lt", ltSeeded, ltSeeded, "udt-lt 1", "udt-lt 2"},
+		{"mixed", nativeSeeded, ltSeeded, "native", "udt-lt"},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := connScenario{Rate: 100e6, RTT: 20 * time.Millisecond, Seed: 2,
-				Flows:    []connFlow{{Name: c.name + " 1", CC: c.fac(1)}, {Name: c.name + " 2", CC: c.fac(2), Start: 2 * time.Second}},
+				Flows:    []connFlow{{Name: c.na, CC: c.a(1)}, {Name: c.nb, CC: c.b(2), Start: 2 * time.Second}},
 				Duration: dur}
 			r := runConns(t, sc)
 			logShares(t, "2 flows, 100 Mbit/s, 20 ms", sc, r)
-			a, b := mean(r.Share[0], from, from+10), mean(r.Share[1], from, from+10)
-			j := jain(a, b)
-			drops := r.Forward.DroppedQueue
 			to := min(from+10, len(r.Share[0]))
-			t.Logf("seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %d (%.3f %% of %d sent)",
-				from, to, 100*a, 100*b, 100*(a+b), j, drops, 100*float64(drops)/float64(r.Forward.Sent), r.Forward.Sent)
+			a, b := mean(r.Share[0], from, to), mean(r.Share[1], from, to)
+			j := jain(a, b)
+			drops := float64(r.Forward.DroppedQueue) / float64(r.Forward.Sent)
+			t.Logf("seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %d (%.3f %% of %d offered)",
+				from, to, 100*a, 100*b, 100*(a+b), j, r.Forward.DroppedQueue, 100*drops, r.Forward.Sent)
+			if drops > 0.02 {
+				t.Errorf("queue drops %.2f %% of the packets offered, want ≤ 2 %%", 100*drops)
+			}
 			if testing.Short() {
 				return // the flows have not converged in 8 s; the full run asserts
 			}
@@ -97,10 +111,35 @@ func TestConnTwoFlows(t *testing.T) {
 	}
 }
 
+// Two flows through a shallow drop-tail queue (1/10 BDP: 2 ms at 20 ms RTT, under udt-lt's
+// delay threshold of 2.5 ms), where only the loss rate tells udt-lt of congestion: report the
+// drop rate and shares; assert that drops stay under 5 % of the packets offered.
+func TestConnShallowQueue(t *testing.T) {
+	dur := simDuration(20*time.Second, 6*time.Second)
+	from := int(dur/time.Second) / 2
+	for _, c := range simControllers {
+		t.Run(c.name, func(t *testing.T) {
+			sc := connScenario{Rate: 100e6, RTT: 20 * time.Millisecond, QueueBDP: 0.1, Seed: 4,
+				Flows:    []connFlow{{Name: c.name + " 1", CC: c.fac(1)}, {Name: c.name + " 2", CC: c.fac(2), Start: time.Second}},
+				Duration: dur}
+			r := runConns(t, sc)
+			logShares(t, "2 flows, 100 Mbit/s, 20 ms, queue 0.1 BDP", sc, r)
+			a, b := mean(r.Share[0], from, len(r.Share[0])), mean(r.Share[1], from, len(r.Share[1]))
+			drops := float64(r.Forward.DroppedQueue) / float64(r.Forward.Sent)
+			t.Logf("seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %.3f %% of %d offered",
+				from, len(r.Share[0]), 100*a, 100*b, 100*(a+b), jain(a, b), 100*drops, r.Forward.Sent)
+			if drops > 0.05 {
+				t.Errorf("queue drops %.2f %% of the packets offered, want ≤ 5 %%", 100*drops)
+			}
+		})
+	}
+}
+
 // One flow at 100 ms RTT through a 100 Mbit/s bottleneck with random loss: the share it gets.
 // The goal is ≥ 85 % at 1 % loss (BBR reaches 87 %, CUBIC < 2 %); the native controller cannot
 // (every random loss of a packet sent after the last decrease starts a congestion period, spec
-// §5.3), so only a floor is asserted for it: the flow keeps moving.
+// §5.3), so only a floor is asserted for it: the flow keeps moving. The loss-tolerant controller
+// must reach the goal in seconds 10–30 (full runs only; -short runs 6 s).
 func TestConnLossy(t *testing.T) {
 	dur := simDuration(30*time.Second, 6*time.Second)
 	from := min(10, int(dur/time.Second)/2)
@@ -116,6 +155,9 @@ func TestConnLossy(t *testing.T) {
 				t.Logf("%s, %s: share in seconds %d–%d %.1f %%", title, c.name, from, len(r.Share[0]), 100*u)
 				if u < 0.02 {
 					t.Errorf("share %.3f: the flow stalls", u)
+				}
+				if c.name == "udt-lt" && !testing.Short() && u < 0.85 {
+					t.Errorf("udt-lt share %.3f, want ≥ 0.85", u)
 				}
 			})
 		}
