@@ -122,15 +122,18 @@ func (d *dialer) fail(err error) {
 	d.once.Do(func() { d.err = err; close(d.failed) })
 }
 
-// dial runs the client side of the handshake (spec §3.2) on m, which it owns until it returns a
-// connection or fails (then m is released).
+// dial runs the client side of the handshake (spec §3.2) on m. It takes a reference on m for the
+// connection and releases it if the handshake fails; a mux that dial's caller created for this
+// connection alone starts with no reference, so a failure tears it down.
 func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
 		return nil, opError("dial", m.local, raddr, err)
 	}
 	peer := unmapAddrPort(raddr.AddrPort())
 	d := &dialer{peer: peer, replies: make(chan packet.Handshake, 4), failed: make(chan struct{})}
-	m.acquire()
+	if !m.acquire() {
+		return fail(net.ErrClosed)
+	}
 	m.mu.Lock()
 	id := m.newIDLocked()
 	m.dialers[id] = d
@@ -223,4 +226,22 @@ func checkResponse(hs *packet.Handshake, isn uint32, cfg *Config) (connParams, e
 		mss:            int(hs.MSS),
 		peerFlowWindow: min(int(hs.FlowWindow), cfg.FlowWindow),
 	}, nil
+}
+
+// DialContext connects to a UDT listener at address from the Listener's own UDP socket, as UDT
+// sockets that share a port do (UDT_REUSEADDR, spec §3.1): the connection uses the listener's
+// multiplexer, pacer and Config. network is "udp", "udp4" or "udp6".
+func (l *Listener) DialContext(ctx context.Context, network, address string) (*Conn, error) {
+	if err := checkNetwork(network); err != nil {
+		return nil, opError("dial", l.mux.local, nil, err)
+	}
+	raddr, err := resolveUDP(ctx, network, address)
+	if err != nil {
+		return nil, opError("dial", l.mux.local, nil, err)
+	}
+	if !l.mux.acquire() {
+		return nil, opError("dial", l.mux.local, raddr, net.ErrClosed)
+	}
+	defer l.mux.release() // dial takes its own reference
+	return dial(ctx, l.mux, raddr, &l.cfg)
 }
