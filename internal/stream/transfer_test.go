@@ -138,3 +138,38 @@ func TestControlLoss(t *testing.T) {
 		ccA: &fixedCC{period: 30 * time.Microsecond}, ccB: &fixedCC{period: 30 * time.Microsecond}})
 	transfer(t, l, 2<<20, true, 5*time.Minute)
 }
+
+// MaxBandwidth caps an otherwise unlimited sender (spec §5.5: period ≥ MSS/MaxBandwidth).
+func TestMaxBandwidth(t *testing.T) {
+	l := newLink(14, linkRules{delay: time.Millisecond}, linkRules{delay: time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2})
+	l.ep[0] = New(Config{LocalID: 0x1111, PeerID: 0x2222, ISN: 1, PeerISN: 2, MaxBandwidth: 1e6,
+		Start: l.now, Output: l.output(0)}, l.now)
+	start := l.now
+	transfer(t, l, 500_000, false, time.Minute)
+	pkts := (500_000 + 1455) / 1456
+	want := time.Duration(pkts-1) * 1500 * time.Microsecond // 1500-byte MSS at 10^6 bytes/s
+	if el := l.now.Sub(start); el < want || el > want+100*time.Millisecond {
+		t.Fatalf("took %v, want ≈ %v", el, want)
+	}
+	if p := l.ep[0].Stats().SendPeriod; p != 1500*time.Microsecond {
+		t.Fatalf("period %v", p)
+	}
+}
+
+type ackIntervalCC struct{ fixedCC }
+
+func (c *ackIntervalCC) State() congestion.State {
+	return congestion.State{ACKInterval: 8, ACKPeriod: 5 * time.Millisecond}
+}
+
+// A controller's ACKInterval makes the receiver ACK every N packets (spec §5.7 setACKInterval).
+func TestControllerACKInterval(t *testing.T) {
+	l := newLink(15, linkRules{delay: time.Millisecond, rate: 10e6}, linkRules{delay: time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2, ccB: &ackIntervalCC{}})
+	transfer(t, l, 1<<20, false, time.Minute)
+	s := l.ep[1].Stats()
+	if want := s.PktRecv / 8; s.ACKSent < want*9/10 {
+		t.Fatalf("%d ACKs for %d packets, want ≥ %d", s.ACKSent, s.PktRecv, want)
+	}
+}
