@@ -53,6 +53,9 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 			uintptr(r.vlen), 0, 0, 0)
 		switch e {
 		case 0:
+			if n == 0 {
+				return false // success without a datagram (never seen): wait, never report 0
+			}
 			r.n, r.errno = int(n), nil
 			r.calls++
 			return true

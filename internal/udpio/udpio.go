@@ -88,11 +88,18 @@ func (c *Conn) PacketConn() net.PacketConn { return c.pc }
 func (c *Conn) Features() (gso, gro, mmsg bool) { return c.b.features() }
 
 // ReadBatch blocks until at least one datagram is available, then fills msgs[0:n] (Buf[:N], Addr,
-// Truncated) with as many as one system call returns (with GRO: as the glued runs hold, the rest
-// kept for the next call, which then returns them without a system call) and returns n ≥ 1.
-// A datagram of a GRO run is copied into the caller's Buf. With len(msgs) == 0 it returns 0, nil at
-// once. An error means no datagram was read (n == 0): the PacketConn's error on Close or deadline,
-// or the system call's, wrapped in a *net.OpError.
+// Truncated) and returns n ≥ 1; msgs[n:] are left alone. How many one call returns:
+//
+//   - recvmmsg without GRO: what is queued, up to min(len(msgs), 64), read straight into the Bufs;
+//   - GRO: the runs one recvmmsg got (one 64 KiB buffer at first, doubled up to 8 while reads fill
+//     them all), split into one Message per datagram and copied into the Bufs; what does not fit
+//     in msgs is kept and returned by the next call without a system call;
+//   - the portable path: one.
+//
+// Pass 64 Messages to let one call drain a GRO run of 44 full-size datagrams or a full recvmmsg.
+// Only one goroutine at a time may call ReadBatch. With len(msgs) == 0 it returns 0, nil at once.
+// An error means no datagram was read (n == 0): the PacketConn's on Close or at the read deadline
+// (net.ErrClosed, os.ErrDeadlineExceeded), or the system call's, in a *net.OpError.
 func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 	if len(msgs) == 0 {
 		return 0, nil
