@@ -46,6 +46,9 @@ func (w *writer) send(fd uintptr) bool {
 		}
 		switch e {
 		case 0:
+			if n == 0 {
+				return false // nothing sent though the call succeeded (never seen): wait
+			}
 			w.done += int(n)
 		case unix.EINTR:
 		case unix.EAGAIN:
