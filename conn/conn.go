@@ -99,6 +99,7 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
+		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
 	}, now)

@@ -15,8 +15,12 @@ import (
 	"github.com/udtgo/udt/pacer"
 )
 
-// sendBatch is the most data packets one pacer wake releases for one connection.
-const sendBatch = 32
+// sendBatch is the most data packets one pacer call releases for one connection (and the UDP
+// GSO limit of 64 segments per send). It is also each connection's catch-up credit
+// (stream.Config.Burst): a pacer that wakes late may send up to this many due packets back to
+// back. Precise waiters are rarely late, so the credit is seldom used; the runtime timer
+// ("gotimer") is ~1 ms late on Linux and needs it to pace above ~1000 packets per wake period.
+const sendBatch = 64
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
 // number of connections, which it tells apart by destination socket ID. It owns three goroutines
