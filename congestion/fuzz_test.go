@@ -144,3 +144,30 @@ func FuzzParseRate(f *testing.F) {
 		}
 	})
 }
+
+func FuzzLossTolerant(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c := NewLossTolerant(WithRandSource(rand.NewPCG(1, 2)))
+		drive(data, c, func(step int, s State) {
+			if s.Period < 0 || s.Period > time.Second {
+				t.Fatalf("step %d: Period %v outside [0, 1s]", step, s.Period)
+			}
+			if math.IsNaN(s.Window) || s.Window < 16 || s.Window > NoWindowLimit {
+				t.Fatalf("step %d: Window %v, want 16 to NoWindowLimit", step, s.Window)
+			}
+			if s.ACKPeriod != SYN || s.ACKInterval != 0 || s.RTO != 0 {
+				t.Fatalf("step %d: State %+v", step, s)
+			}
+			if r := c.LossRate(); !(r >= 0 && r <= 1) {
+				t.Fatalf("step %d: LossRate %v outside [0, 1]", step, r)
+			}
+			if n := c.Sample(); n < LossTolerantMinSample || n > LossTolerantMaxSample {
+				t.Fatalf("step %d: Sample %d", step, n)
+			}
+			if c.minRTT < 0 || c.srtt < c.minRTT {
+				t.Fatalf("step %d: smoothed RTT %v, min %v", step, c.srtt, c.minRTT)
+			}
+		})
+	})
+}

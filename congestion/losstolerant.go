@@ -18,8 +18,8 @@ const (
 	LossTolerantMinSample = 500
 	LossTolerantMaxSample = 5000
 	// LossTolerantWindowGain multiplies the rate term of the native window after slow start:
-	// cwnd = 3·RecvRate·(RTT+SYN) + 16 packets.
-	LossTolerantWindowGain = 3
+	// cwnd = 6·RecvRate·(RTT+SYN) + 16 packets.
+	LossTolerantWindowGain = 6
 )
 
 // ltRanges is the number of recent loss ranges kept for the loss rate: enough for 5 % loss in
@@ -75,12 +75,14 @@ const ltRanges = 256
 //
 // Two more changes make the native algorithm work under sustained random loss:
 //
-//   - The window. conn counts packets in flight from the oldest unacknowledged one (spec §4.6),
-//     and under random loss there is always a hole, repaired one RTT after the loss, or two to
-//     three if the retransmission is lost too. The native window, one RTT+SYN of the arrival
-//     rate plus 16 packets, would stall the sender on every hole, so after slow start the rate
-//     term is multiplied by LossTolerantWindowGain (3), as BBR keeps 2 BDP in flight. The pacing
-//     period still sets the rate.
+//   - The window. conn counts packets in flight from the oldest unacknowledged one (spec §4.3),
+//     and under random loss there is always a hole: repaired about one RTT after the loss, but
+//     only after the receiver's next periodic NAK (4·RTT + RTTVar + SYN later in conn, the
+//     draft's interval, spec §4.1) if the retransmission is lost too. The native window, one
+//     RTT+SYN of the arrival rate plus 16 packets, would stall the sender on every hole, so after
+//     slow start its rate term is multiplied by LossTolerantWindowGain (6): enough to keep
+//     sending through a lost retransmission's repair, about 5 RTTs. BBR likewise keeps a window
+//     of a multiple of the BDP and lets the pacing rate set the rate; so does this controller.
 //   - The increase. The native rate control runs on ACKs that advance the acknowledged number,
 //     at most once per SYN, one increase per run. Under random loss ACKs stall behind holes and
 //     the native rate grows a third as fast; LossTolerant applies one increase per SYN elapsed

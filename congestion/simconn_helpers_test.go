@@ -50,6 +50,8 @@ type connFlow struct {
 // connResult is what a run measured.
 type connResult struct {
 	Share    [][]float64      // Share[flow][second]: the flow's goodput in wire bytes / the bottleneck rate
+	Pacing   [][]float64      // Pacing[flow][second]: the sender's pacing rate at the end of the second / the bottleneck rate
+	Flight   [][]int          // Flight[flow][second]: packets in flight / the congestion window, at the end of the second, in %
 	Sender   []conn.Stats     // each sender's counters at the end
 	Forward  simnet.LinkStats // the bottleneck's counters at the end
 	QueueMax []int            // the bottleneck queue's high-water mark in bytes, per second
@@ -149,7 +151,7 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 	}
 
 	secs := int(sc.Duration / time.Second)
-	res := connResult{Share: make([][]float64, n)}
+	res := connResult{Share: make([][]float64, n), Pacing: make([][]float64, n), Flight: make([][]int, n)}
 	prev := make([]int64, n)
 	var prevFwd simnet.LinkStats
 	perSec := float64(sc.Rate) / 8 // bytes/s
@@ -158,9 +160,21 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		for i, fs := range flows {
 			fs.mu.Lock()
 			got := fs.received
+			c := fs.client
 			fs.mu.Unlock()
 			res.Share[i] = append(res.Share[i], float64(got-prev[i])/simPayload*simMSS/perSec)
 			prev[i] = got
+			var pace float64
+			var flight int
+			if c != nil {
+				st := c.Stats()
+				if st.SendPeriod > 0 {
+					pace = simMSS / st.SendPeriod.Seconds() / perSec
+				}
+				flight = st.FlightSize * 100 / max(st.CongestionWindow, 1)
+			}
+			res.Pacing[i] = append(res.Pacing[i], pace)
+			res.Flight[i] = append(res.Flight[i], flight)
 		}
 		st := d.Forward.Stats()
 		res.QueueMax = append(res.QueueMax, st.MaxQueuedBytes)
@@ -227,6 +241,16 @@ func logShares(t *testing.T, title string, sc connScenario, r connResult) {
 			fmt.Fprintf(&b, " %3.0f", 100*x)
 		}
 		t.Logf("%s, %s, %% of bottleneck per s:%s", title, f.Name, b.String())
+		b.Reset()
+		for _, x := range r.Pacing[i] {
+			fmt.Fprintf(&b, " %3.0f", 100*x)
+		}
+		t.Logf("%s, %s, pacing rate %% at the end of each s:%s", title, f.Name, b.String())
+		b.Reset()
+		for _, x := range r.Flight[i] {
+			fmt.Fprintf(&b, " %3d", x)
+		}
+		t.Logf("%s, %s, in flight, %% of cwnd, at the end of each s:%s", title, f.Name, b.String())
 	}
 	var q, dr strings.Builder
 	for s := range r.Drops {

@@ -68,6 +68,8 @@ func TestParseSpec(t *testing.T) {
 		{"udt", "udt"},
 		{"UDT", "udt"},
 		{"native", "udt"},
+		{"udt-lt", "udt-lt"},
+		{"UDT-LT", "udt-lt"},
 		{"fixed:500mbit", "fixed:500Mbit/s"},
 		{"Fixed:2.5Gbit", "fixed:2.5Gbit/s"},
 		{"fixed:100m", "fixed:100Mbit/s"},
@@ -89,7 +91,7 @@ func TestParseSpec(t *testing.T) {
 			t.Errorf("ParseSpec(%q) (round trip): %v", c.name, err)
 		}
 	}
-	for _, in := range []string{"", "cubic", "fixed", "fixed:", "fixed:fast", "udt:1g", "fixed:5MB"} {
+	for _, in := range []string{"", "cubic", "fixed", "fixed:", "fixed:fast", "udt:1g", "fixed:5MB", "udt-lt:1", "udtlt"} {
 		if _, err := ParseSpec(in); err == nil {
 			t.Errorf("ParseSpec(%q) succeeded, want an error", in)
 		}
