@@ -9,6 +9,10 @@ const (
 	LossTolerantQueueDelay = 0.125
 	// LossTolerantMinQueueDelay is the floor of that threshold, for paths of a few ms or less.
 	LossTolerantMinQueueDelay = time.Millisecond
+	// LossTolerantNativeQueueDelay is the queueing delay, as a fraction of the minimum RTT, above
+	// which every loss report goes to the native algorithm: with smoothed RTT − min RTT >
+	// min RTT/2, the controller behaves exactly as Native.
+	LossTolerantNativeQueueDelay = 0.5
 	// LossTolerantLossRate is the loss rate above which a loss counts as congestion whatever
 	// the delay: 2 %, BBRv2's loss threshold.
 	LossTolerantLossRate = 0.02
@@ -66,7 +70,13 @@ const ltRanges = 256
 //     Vegas-style backlog to tell random from congestion losses. The spacing lets the smoothed
 //     RTT show the effect of one decrease before the next: after a cut of 1/9 a queue at the
 //     threshold drains in about one min RTT;
-//   - or the controller is in slow start and the queue has grown (as above, without spacing).
+//   - or the queue has grown and the controller is in slow start, or the queue exceeds
+//     min RTT·LossTolerantNativeQueueDelay (half the min RTT), without the spacing: every such
+//     NAK goes to the native algorithm. Alone, the controller keeps its own queue near the
+//     threshold above (min RTT/8); a queue four times deeper is held by other, loss-based
+//     flows, and to share with them fairly it must react to loss as they do. Copa switches to a
+//     TCP-competitive mode on the same evidence (Arun, Balakrishnan, "Copa: Practical
+//     Delay-Based Congestion Control for the Internet", NSDI 2018).
 //
 // Any other NAK is a random loss: it is counted and otherwise ignored, so it neither decreases
 // the rate nor blocks the next increase (the native "no increase in the SYN after a loss").
@@ -197,11 +207,12 @@ func (c *LossTolerant) congested(now time.Time, first uint32) bool {
 	if c.minRTT == 0 {
 		return false
 	}
+	queue := c.srtt - c.minRTT
 	thresh := max(time.Duration(float64(c.minRTT)*LossTolerantQueueDelay), LossTolerantMinQueueDelay)
-	if c.srtt-c.minRTT <= thresh {
+	if queue <= thresh {
 		return false
 	}
-	if c.nat.slowStart {
+	if c.nat.slowStart || queue > time.Duration(float64(c.minRTT)*LossTolerantNativeQueueDelay) {
 		return true
 	}
 	if !seqAfter(first, c.nat.lastDecSeq) {

@@ -204,3 +204,23 @@ func TestLossTolerantInitResets(t *testing.T) {
 		t.Fatal("Init cleared the catch-up increase")
 	}
 }
+
+// Above half the min RTT of queueing delay every NAK goes to the native algorithm, in-period
+// ones and ones inside the spacing too: the controller is then Native.
+func TestLossTolerantDeepQueueIsNative(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	c.OnACK(ms(11), ACK{Seq: sq(20), RTT: 15 * time.Millisecond, CurrSeq: sq(1000)}) // 5 ms: not above min RTT/2
+	c.OnLoss(ms(12), lossAt(600, 600))
+	c.OnLoss(ms(13), lossAt(700, 700)) // same period: ignored
+	if c.nat.stp != 113 {
+		t.Fatalf("at 5 ms of queue: STP %v, want one decrease (113)", c.nat.stp)
+	}
+	c.OnACK(ms(14), ACK{Seq: sq(21), RTT: 15100 * time.Microsecond, CurrSeq: sq(1000)}) // 5.1 ms
+	c.OnLoss(ms(15), lossAt(710, 710)) // same period, within the spacing: native decides
+	if c.nat.stp != 128 || c.nat.decCount != 2 {
+		t.Fatalf("at 5.1 ms of queue: STP %v (want 128), DecCount %d (want 2)", c.nat.stp, c.nat.decCount)
+	}
+	if r, k := c.Losses(); r != 1 || k != 2 {
+		t.Fatalf("Losses() = %d random, %d congestion; want 1, 2", r, k)
+	}
+}
