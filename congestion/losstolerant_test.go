@@ -216,7 +216,7 @@ func TestLossTolerantDeepQueueIsNative(t *testing.T) {
 		t.Fatalf("at 5 ms of queue: STP %v, want one decrease (113)", c.nat.stp)
 	}
 	c.OnACK(ms(14), ACK{Seq: sq(21), RTT: 15100 * time.Microsecond, CurrSeq: sq(1000)}) // 5.1 ms
-	c.OnLoss(ms(15), lossAt(710, 710)) // same period, within the spacing: native decides
+	c.OnLoss(ms(15), lossAt(710, 710))                                                  // same period, within the spacing: native decides
 	if c.nat.stp != 128 || c.nat.decCount != 2 {
 		t.Fatalf("at 5.1 ms of queue: STP %v (want 128), DecCount %d (want 2)", c.nat.stp, c.nat.decCount)
 	}
