@@ -207,8 +207,8 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c.afterEngineLocked()
 	next = c.depAt
 	c.mu.Unlock()
-	for _, b := range bufs[:n] {
-		c.mux.writeTo(b, c.peer, c.raddr)
+	if n > 0 {
+		c.mux.io.WriteBatch(bufs[:n], c.peer) // a send error loses packets; retransmission recovers them
 	}
 	return n, next
 }

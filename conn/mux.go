@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/udtgo/udt/internal/udpio"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -29,6 +30,7 @@ const sendBatch = 64
 type mux struct {
 	pc    net.PacketConn
 	udp   addrPortConn // pc's allocation-free I/O methods, when it has them (*net.UDPConn, simnet)
+	io    *udpio.Conn  // batched I/O on pc: GRO/recvmmsg reads, GSO/sendmmsg writes where available
 	ownPC bool         // the mux opened pc and closes it
 	local net.Addr
 
@@ -73,6 +75,7 @@ const tombLife = 5 * time.Second
 // muxDrops counts datagrams the multiplexer dropped, by reason.
 type muxDrops struct {
 	short       atomic.Uint64 // shorter than a UDT header
+	oversized   atomic.Uint64 // longer than this socket's packet size (MSS−28)
 	unknownDest atomic.Uint64 // destination socket ID not on this socket
 	noListener  atomic.Uint64 // handshake to ID 0 with no Listener
 }
@@ -108,10 +111,14 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
+	m.io = udpio.New(pc)
+	// The data packet buffers are consecutive in one array so that a batch of full-size packets
+	// goes out as one GSO send (udpio.WriteBatch).
 	m.sendBufs = make([][]byte, sendBatch)
 	pktSize := cfg.MSS - udpIPOverhead
+	arena := make([]byte, sendBatch*pktSize)
 	for i := range m.sendBufs {
-		m.sendBufs[i] = make([]byte, pktSize)
+		m.sendBufs[i] = arena[i*pktSize : (i+1)*pktSize : (i+1)*pktSize]
 	}
 	if u, ok := pc.(*net.UDPConn); ok {
 		setSocketBuffers(u, cfg)
@@ -206,12 +213,21 @@ func randomISN() uint32 {
 	return binary.BigEndian.Uint32(b[:]) & 0x7fffffff
 }
 
+// readBatch is how many datagrams one read may return (GRO segments or recvmmsg slots).
+const readBatch = 64
+
 func (m *mux) readLoop(pktSize int) {
 	defer close(m.readerDone)
-	// One byte more than the largest packet we accept tells an oversized datagram from a full one.
-	buf := make([]byte, max(pktSize, 64<<10)+1)
+	// Each slot holds one byte more than the largest packet we accept, so that an oversized
+	// datagram shows as truncated instead of passing as a full one.
+	msgs := make([]udpio.Message, readBatch)
+	arena := make([]byte, readBatch*(pktSize+1))
+	for i := range msgs {
+		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
+	}
+	failures := 0
 	for {
-		n, from, err := m.readFrom(buf)
+		n, err := m.io.ReadBatch(msgs)
 		if err != nil {
 			m.mu.RLock()
 			closed := m.closed
@@ -219,27 +235,30 @@ func (m *mux) readLoop(pktSize int) {
 			if closed {
 				return
 			}
-			if isTransient(err) {
+			if !isTransient(err) {
+				m.fail(err)
+				return
+			}
+			// A transient error (ICMP-triggered ECONNREFUSED, ENOBUFS) is retried; one that
+			// keeps coming back is retried with a growing pause instead of a busy loop.
+			if failures++; failures > 8 {
+				time.Sleep(time.Duration(min(failures, 100)) * time.Millisecond)
+			}
+			continue
+		}
+		failures = 0
+		for i := range msgs[:n] {
+			msg := &msgs[i]
+			if msg.Truncated {
+				m.drops.oversized.Add(1)
 				continue
 			}
-			m.fail(err)
-			return
+			// The clock is read per packet, not per batch: the receiver's arrival-speed and
+			// packet-pair estimators (spec §6) need distinct arrival times, and a batch read
+			// (GRO, recvmmsg) would otherwise show its packets as arriving in zero time.
+			m.dispatch(msg.Buf[:msg.N], msg.Addr, time.Now())
 		}
-		m.dispatch(buf[:n], from, time.Now())
 	}
-}
-
-// readFrom reads one datagram, without allocating when the socket allows.
-func (m *mux) readFrom(b []byte) (int, netip.AddrPort, error) {
-	if m.udp != nil {
-		n, ap, err := m.udp.ReadFromUDPAddrPort(b)
-		return n, unmapAddrPort(ap), err
-	}
-	n, a, err := m.pc.ReadFrom(b)
-	if err != nil {
-		return n, netip.AddrPort{}, err
-	}
-	return n, addrPortOf(a), nil
 }
 
 // writeTo sends one datagram; a send error is not fatal (the packet counts as lost).
