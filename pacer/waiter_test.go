@@ -233,6 +233,14 @@ func TestHybridMarginFollowsTail(t *testing.T) {
 	if got := h.Margin(); got != hybridMaxMargin {
 		t.Fatalf("margin %v, want the clamp %v", got, hybridMaxMargin)
 	}
+	// No sleep for longer than hybridForget: each forget halves the margin.
+	now := time.Now()
+	if got, want := h.forget(now, h.Margin()), hybridMaxMargin/2; got != want {
+		t.Fatalf("forget: margin %v, want %v", got, want)
+	}
+	if got, want := h.forget(now, h.Margin()), hybridMaxMargin/4; got != want || h.Margin() != want {
+		t.Fatalf("second forget: margin %v, want %v", got, want)
+	}
 	for range hybridRing {
 		h.record(0)
 	}
