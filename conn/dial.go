@@ -80,6 +80,10 @@ func resolveUDP(ctx context.Context, network, address string) (*net.UDPAddr, err
 		return nil, err
 	}
 	if ip, err := netip.ParseAddr(host); err == nil {
+		ip = ip.Unmap()
+		if (network == "udp4" && !ip.Is4()) || (network == "udp6" && ip.Is4()) {
+			return nil, &net.AddrError{Err: "address family does not match network " + network, Addr: host}
+		}
 		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(pn))), nil
 	}
 	ipNet := map[string]string{"udp": "ip", "udp4": "ip4", "udp6": "ip6"}[network]

@@ -2,6 +2,8 @@ package conn
 
 import (
 	"context"
+	"errors"
+	"net"
 	"fmt"
 	"testing"
 	"time"
@@ -61,5 +63,51 @@ func TestTransferUDP(t *testing.T) {
 				size>>20, el.Round(time.Millisecond), float64(size)*8/el.Seconds()/1e6, st.PktSent, st.PktRetrans,
 				rs.ToServer.Dropped(), rs.ToClient.Dropped())
 		})
+	}
+}
+
+// TestIPv6Loopback connects over ::1 with network "udp6" and moves 1 MiB.
+func TestIPv6Loopback(t *testing.T) {
+	ln, err := Listen("udp6", "[::1]:0", nil)
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	defer ln.Close()
+	acc := make(chan *Conn, 1)
+	go func() {
+		c, _ := ln.AcceptUDT(context.Background())
+		acc <- c
+	}()
+	c, err := Dial("udp6", ln.Addr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-acc
+	if s == nil {
+		t.Fatal("accept failed")
+	}
+	defer s.Close()
+	if got := c.RemoteAddr().(*net.UDPAddr).IP; !got.Equal(net.IPv6loopback) {
+		t.Fatalf("remote address %v", got)
+	}
+	sendAndCheck(t, c, s, 1<<20, 8)
+}
+
+// TestDialErrors: bad networks and addresses fail at once with a *net.OpError.
+func TestDialErrors(t *testing.T) {
+	for _, tc := range []struct{ network, addr string }{
+		{"tcp", "127.0.0.1:1"},
+		{"udp", "no-port"},
+		{"udp4", "[::1]:9000"},
+	} {
+		_, err := Dial(tc.network, tc.addr, nil)
+		var oe *net.OpError
+		if !errors.As(err, &oe) {
+			t.Errorf("Dial(%q, %q) = %v, want a *net.OpError", tc.network, tc.addr, err)
+		}
+	}
+	if _, err := Dial("udp", "127.0.0.1:1", &Config{MSS: 10}); err == nil {
+		t.Error("MSS 10 accepted")
 	}
 }
