@@ -2,12 +2,14 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/udtgo/udt/pacer"
+	"golang.org/x/term"
 )
 
 // waitRow is one JSON object of wait mode: N waits of wait_us on one backend. Times are the
@@ -114,9 +116,16 @@ func lateness(elapsed []int64, expected time.Duration) []float64 {
 	return out
 }
 
-// newBar returns a progress bar on stderr (silent when progress is not wanted).
+// newBar returns a progress bar on stderr when stderr is a terminal; otherwise it prints one plain
+// line naming the series and returns an invisible bar.
 func newBar(c common, n int64, desc string) *progressbar.ProgressBar {
+	f, ok := c.stderr.(*os.File)
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	if !tty {
+		fmt.Fprintf(c.stderr, "pacerbench: running %s\n", strings.Join(strings.Fields(desc), " "))
+	}
 	return progressbar.NewOptions64(n,
+		progressbar.OptionSetVisibility(tty),
 		progressbar.OptionSetWriter(c.stderr),
 		progressbar.OptionSetDescription(desc),
 		progressbar.OptionSetWidth(30),
