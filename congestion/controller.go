@@ -1,5 +1,6 @@
 // Package congestion holds udt's congestion controllers: the Controller interface (shaped after
-// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm (Native, spec §5) and a
+// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm (Native, spec §5, the default),
+// a loss-tolerant variant of it for long, fast, lossy paths (LossTolerant, "udt-lt") and a
 // fixed-rate controller for benchmarks (Fixed).
 //
 // A controller only computes: it is told events with the time passed in and answers with a packet
@@ -9,7 +10,7 @@
 // # How a connection drives a controller
 //
 // A connection gets a fresh Controller from its Factory (NativeFactory by default; ParseSpec turns
-// a command-line name such as "udt" or "fixed:500mbit" into one), calls Init once, then one event
+// a command-line name such as "udt", "udt-lt" or "fixed:500mbit" into one), calls Init once, then one event
 // method at a time from one goroutine, and reads State after each event (UDT's CCUpdate, spec
 // §5.5): the period paces the sender, min(Window, flow window) bounds the packets in flight, and
 // the optional fields set the receiver's ACK timer, ACK interval and the retransmission timeout.
@@ -18,8 +19,9 @@
 //
 // # Custom controllers
 //
-// Any type with the seven methods of Controller is a controller; see the example of a window-based
-// AIMD. Sequence numbers are 31-bit and wrap (spec §1.6): compare them with circular arithmetic.
+// Any type with the seven methods of Controller is a controller; see the examples of a
+// window-based AIMD driven by hand and of a rate-based controller plugged into a connection
+// (Config.Congestion in package conn). Sequence numbers are 31-bit and wrap (spec §1.6): compare them with circular arithmetic.
 package congestion
 
 import "time"

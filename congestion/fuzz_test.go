@@ -109,10 +109,13 @@ func FuzzCapped(f *testing.F) {
 		var c Controller
 		r := byteReader(data)
 		maxBW := r.scaled()
-		if r.u64(1)%2 == 0 {
+		switch r.u64(1) % 3 {
+		case 0:
 			c = NewFixed(r.scaled())
-		} else {
+		case 1:
 			c = NewNative()
+		default:
+			c = NewLossTolerant()
 		}
 		c = WithMaxBandwidth(c, maxBW)
 		drive(r, c, func(step int, s State) {
