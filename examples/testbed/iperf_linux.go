@@ -83,6 +83,7 @@ func RunIperf3(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Dur
 	res.Goodput = rep.End.SumReceived.BitsPerSecond
 	res.Bytes = int64(rep.End.SumReceived.Bytes)
 	res.MeasuredFor = time.Duration(rep.End.SumReceived.Seconds * float64(time.Second))
+	res.MSS = rep.Start.TCPMSSDefault
 	if mss := rep.Start.TCPMSSDefault; mss > 0 && rep.End.SumSent.Bytes > 0 {
 		res.RetransPct = rep.End.SumSent.Retransmits * float64(mss) / rep.End.SumSent.Bytes * 100
 	}

@@ -11,9 +11,10 @@
 // writing it back in order. This kernel has no netem, so the delay is ours.
 //
 // Before anything else the testbed measures its own link and prints measured
-// against set: ping RTT (±5 %), TCP goodput at 0 % loss (±5 %, iperf3 when
-// installed, else a built-in sender/receiver) and one-way loss (±30 %
-// relative, counted with numbered UDP probes).
+// against set: ping RTT (±5 %), TCP rate at 0 % loss (±5 %; the IP-level rate
+// of a bulk transfer, goodput × MTU/MSS, with iperf3 when installed, else a
+// built-in sender/receiver) and one-way loss (±30 % relative, counted with
+// numbered UDP probes, which must also arrive in order).
 //
 // Usage:
 //

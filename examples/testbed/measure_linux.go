@@ -154,11 +154,11 @@ func forceBuffer(c *net.UDPConn, opt, size int) {
 	}
 }
 
-// LinkRate measures the A→B TCP goodput at the current setting: with iperf3
+// LinkRate measures the A→B TCP transfer at the current setting: with iperf3
 // (Debian package iperf3) when tool is "iperf3", or when it is "auto" and
 // iperf3 is installed; otherwise with the built-in runner. It returns the
-// goodput in bit/s and the tool used.
-func LinkRate(ctx context.Context, tb *Testbed, tool, cc string, dur, warmup time.Duration) (float64, string, error) {
+// result and the tool used.
+func LinkRate(ctx context.Context, tb *Testbed, tool, cc string, dur, warmup time.Duration) (TCPResult, string, error) {
 	if tool == "auto" {
 		tool = "builtin"
 		if _, err := exec.LookPath("iperf3"); err == nil {
@@ -168,13 +168,28 @@ func LinkRate(ctx context.Context, tb *Testbed, tool, cc string, dur, warmup tim
 	switch tool {
 	case "iperf3":
 		r, err := RunIperf3(ctx, tb, cc, dur, warmup)
-		return r.Goodput, "iperf3 -C " + cc, err
+		return r, "iperf3 -C " + cc, err
 	case "builtin":
 		r, err := RunTCP(ctx, tb, cc, dur, warmup)
 		if err == nil && !r.SHA256OK {
 			err = fmt.Errorf("built-in TCP runner: SHA-256 mismatch")
 		}
-		return r.Goodput, "built-in TCP " + cc, err
+		return r, "built-in TCP " + cc, err
 	}
-	return 0, "", fmt.Errorf("unknown TCP tool %q (want auto, iperf3 or builtin)", tool)
+	return TCPResult{}, "", fmt.Errorf("unknown TCP tool %q (want auto, iperf3 or builtin)", tool)
+}
+
+// linkMTU is the MTU of every testbed interface, bytes.
+const linkMTU = 1500
+
+// IPRate converts a bulk TCP goodput (bit/s) to the rate of the IP packets
+// that carried it: each full-size packet of linkMTU bytes carries MSS bytes
+// of payload (MSS = MTU − 40 − TCP options, 1448 with timestamps). This is
+// what the shaper limits. With an unknown MSS it assumes 1448.
+func (r TCPResult) IPRate() float64 {
+	mss := r.MSS
+	if mss <= 0 || mss > linkMTU-40 {
+		mss = 1448
+	}
+	return r.Goodput * linkMTU / float64(mss)
 }

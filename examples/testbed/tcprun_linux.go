@@ -27,6 +27,7 @@ type TCPResult struct {
 	SRTT        time.Duration // sender's smoothed RTT at the end (tcp_info)
 	SHA256OK    bool          // B's SHA-256 of the stream equals A's
 	MeasuredFor time.Duration // interval Goodput covers
+	MSS         int           // sender's MSS, bytes (payload per full-size packet)
 }
 
 // tcpPort is the port of the built-in TCP receiver on B.
@@ -157,6 +158,7 @@ func RunTCP(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Durati
 			res.RetransPct = float64(info.Bytes_retrans) / float64(info.Bytes_sent) * 100
 		}
 		res.SRTT = time.Duration(info.Rtt) * time.Microsecond
+		res.MSS = int(info.Snd_mss)
 	}
 	if werr != nil {
 		return res, werr

@@ -64,7 +64,7 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 		return row, fmt.Errorf("udtperf server: %w", err)
 	}
 	defer stopProcess(srv, 2*time.Second) // -once: it exits after the transfer
-	select { // udtperf has no readiness signal; a listener is up well within this
+	select {                              // udtperf has no readiness signal; a listener is up well within this
 	case <-ctx.Done():
 		return row, ctx.Err()
 	case <-time.After(500 * time.Millisecond):
