@@ -159,3 +159,11 @@ func (b *RecvBuffer) Release() {
 	clear(b.present)
 	b.contig, b.ready, b.stored, b.off = 0, 0, 0, 0
 }
+
+// Trim returns the page kept back for reuse to the pool, so that an idle
+// buffer holding no data holds no payload memory (call it when the
+// connection goes idle; the next Insert takes a page again).
+func (b *RecvBuffer) Trim() { b.st.trim() }
+
+// Memory returns the payload memory held, in bytes (whole pages).
+func (b *RecvBuffer) Memory() int { return b.st.held() * PageSize }

@@ -26,13 +26,12 @@ type SendBuffer struct {
 	n       int       // slots
 	payload int       // bytes per slot
 	lens    []uint16  // bytes in each slot
-	msgs    []uint32  // message number of each sent slot
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)
 	ack     seqno.Seq // sequence number of the head slot (SndLastAck)
-	nextMsg seqno.Msg
-	bytes   int // bytes held
+	nextMsg seqno.Msg // of the next packet sent; the sent ones have the numbers before it
+	bytes   int       // bytes held
 }
 
 // NewSendBuffer returns a send buffer of capacity bytes (rounded down to
@@ -42,7 +41,7 @@ type SendBuffer struct {
 func NewSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
 	payload = max(1, min(payload, 65535, PageSize))
 	n := max(1, capacity/payload)
-	b := &SendBuffer{n: n, payload: payload, lens: make([]uint16, n), msgs: make([]uint32, n), ack: isn, nextMsg: seqno.FirstMsg}
+	b := &SendBuffer{n: n, payload: payload, lens: make([]uint16, n), ack: isn, nextMsg: seqno.FirstMsg}
 	b.st.init(n, payload)
 	return b
 }
@@ -87,7 +86,6 @@ func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bo
 		return 0, nil, 0, false
 	}
 	i := b.slot(b.sent)
-	b.msgs[i] = uint32(b.nextMsg)
 	msg = b.nextMsg
 	b.nextMsg = b.nextMsg.Next()
 	seq = b.ack.Add(b.sent)
@@ -104,7 +102,16 @@ func (b *SendBuffer) Packet(seq seqno.Seq) (payload []byte, msg seqno.Msg, ok bo
 		return nil, 0, false
 	}
 	i := b.slot(d)
-	return b.st.bytes(i)[:b.lens[i]], seqno.Msg(b.msgs[i]), true
+	return b.st.bytes(i)[:b.lens[i]], b.msgBefore(b.sent - d), true
+}
+
+// msgCycle is the length of the message-number cycle 1, 2, …, MaxMsg−1 (see seqno.Msg.Next).
+const msgCycle = int(seqno.MaxMsg) - 1
+
+// msgBefore returns the message number given k packets before the next one (1 ≤ k ≤ sent):
+// numbers are consecutive per packet in the cycle, so none needs storing.
+func (b *SendBuffer) msgBefore(k int) seqno.Msg {
+	return seqno.Msg((int(b.nextMsg)-1-k%msgCycle+msgCycle)%msgCycle + 1)
 }
 
 // Ack frees every packet before seq (the ACK number: the first packet the
@@ -172,3 +179,11 @@ func (b *SendBuffer) Release() {
 	b.st.releaseAll()
 	b.used, b.sent, b.bytes = 0, 0, 0
 }
+
+// Trim returns the page kept back for reuse to the pool, so that an idle
+// buffer holding no data holds no payload memory (call it when the
+// connection goes idle; the next Write takes a page again).
+func (b *SendBuffer) Trim() { b.st.trim() }
+
+// Memory returns the payload memory held, in bytes (whole pages).
+func (b *SendBuffer) Memory() int { return b.st.held() * PageSize }

@@ -224,3 +224,22 @@ func BenchmarkSendBuffer(b *testing.B) {
 		}
 	}
 }
+
+// Retransmissions carry the message number of the first transmission, across the wrap.
+func TestSendBufferPacketMessageAcrossWrap(t *testing.T) {
+	b := NewSendBuffer(100, 10, seqno.MaxSeq-1)
+	defer b.Release()
+	b.nextMsg = seqno.MaxMsg - 2
+	b.Write(make([]byte, 45))
+	want := []seqno.Msg{seqno.MaxMsg - 2, seqno.MaxMsg - 1, 1, 2, 3}
+	for _, w := range want {
+		if _, _, m, ok := b.Next(); !ok || m != w {
+			t.Fatalf("Next msg %d want %d", m, w)
+		}
+	}
+	for k, w := range want {
+		if _, m, ok := b.Packet(seqno.MaxSeq.Add(k - 1)); !ok || m != w {
+			t.Fatalf("Packet(+%d) msg %d want %d", k, m, w)
+		}
+	}
+}

@@ -30,6 +30,7 @@ const (
 type Estimator struct {
 	rtt, rttVar int64 // µs
 	ok          bool  // initialised
+	measured    bool  // a sample or Set has replaced the initial values
 }
 
 func (e *Estimator) init() {
@@ -53,6 +54,7 @@ func (e *Estimator) Update(sample time.Duration) {
 // §4.2). Values above MaxSample are clamped to it.
 func (e *Estimator) UpdateMicros(sampleUs uint32) {
 	e.init()
+	e.measured = true
 	s := min(int64(sampleUs), MaxSample.Microseconds())
 	d := s - e.rtt
 	if d < 0 {
@@ -61,6 +63,22 @@ func (e *Estimator) UpdateMicros(sampleUs uint32) {
 	e.rttVar = (3*e.rttVar + d) >> 2
 	e.rtt = (7*e.rtt + s) >> 3
 }
+
+// Set replaces the estimate with rtt and rttVar (truncated to whole µs;
+// negative values count as 0, values above MaxSample are clamped to it).
+// RFC 6298 §2.2 starts from the first measurement R with RTT = R,
+// RTTVar = R/2 instead of smoothing R into the initial guess: a caller that
+// wants that does
+//
+//	if !e.Measured() { e.Set(r, r/2) } else { e.Update(r) }
+func (e *Estimator) Set(rtt, rttVar time.Duration) {
+	clamp := func(d time.Duration) int64 { return max(min(d, MaxSample), 0).Microseconds() }
+	e.rtt, e.rttVar, e.ok, e.measured = clamp(rtt), clamp(rttVar), true, true
+}
+
+// Measured reports whether the estimate comes from at least one sample (or
+// Set) rather than the initial InitialRTT/InitialRTTVar.
+func (e *Estimator) Measured() bool { return e.measured }
 
 // RTT returns the smoothed round-trip time.
 func (e *Estimator) RTT() time.Duration { e.init(); return time.Duration(e.rtt) * time.Microsecond }

@@ -202,3 +202,32 @@ func BenchmarkHistory(b *testing.B) {
 		e.Update(rtt)
 	}
 }
+
+func TestEstimatorSetAndMeasured(t *testing.T) {
+	var e Estimator
+	if e.Measured() {
+		t.Fatal("zero value measured")
+	}
+	e.Set(800*time.Microsecond+999, 400*time.Microsecond)
+	if !e.Measured() || e.RTT() != 800*time.Microsecond || e.RTTVar() != 400*time.Microsecond {
+		t.Fatalf("Set: %v %v %v", e.Measured(), e.RTT(), e.RTTVar())
+	}
+	e.UpdateMicros(1600) // var (1200+800)/4, rtt (5600+1600)/8
+	if e.RTTMicros() != 900 || e.RTTVarMicros() != 500 {
+		t.Fatalf("after Set+Update: %d %d", e.RTTMicros(), e.RTTVarMicros())
+	}
+	e.Set(-time.Second, time.Hour)
+	if e.RTT() != 0 || e.RTTVar() != MaxSample {
+		t.Fatalf("Set clamps: %v %v", e.RTT(), e.RTTVar())
+	}
+	var u Estimator
+	u.Update(time.Millisecond)
+	if !u.Measured() {
+		t.Fatal("Update must mark measured")
+	}
+	var n Estimator
+	n.Update(-time.Millisecond)
+	if n.Measured() {
+		t.Fatal("an ignored negative sample is not a measurement")
+	}
+}

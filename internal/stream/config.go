@@ -5,6 +5,7 @@ import (
 
 	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
 )
 
 // Protocol constants (spec §4.1, §2.3, §1.1).
@@ -26,9 +27,6 @@ const (
 	maxRTOBackoff = 16
 	// keepAliveEvery is the longest silence before a keep-alive is sent (SRT's 1 s, spec §9.5).
 	keepAliveEvery = time.Second
-	// initialRTT and initialRTTVar are UDT4's starting values (spec §4.2).
-	initialRTT    = 100 * time.Millisecond
-	initialRTTVar = 50 * time.Millisecond
 	// ackHistory is the number of ACKs remembered for ACK2 matching (UDT4 keeps 1024; 256 ACKs
 	// cover 2.5 s of full ACKs).
 	ackHistory = 256
@@ -56,10 +54,12 @@ type Config struct {
 	// PeerFlowWindow is the peer's flow window from the handshake, in packets (default 25600,
 	// capped at 2^20). It bounds the packets in flight together with the ACKs' buffer field.
 	PeerFlowWindow int
-	// SendBuffer is the send buffer in bytes (default 8192·1472). Memory is allocated as used.
+	// SendBuffer is the send buffer in bytes (default 8192·1472), rounded down to whole packets of
+	// MSS−44 payload bytes (at least one); a packet sent short still takes a whole packet's room
+	// until acknowledged (spec §7.1). Memory is taken as used, in 64 KiB pages (internal/buffer).
 	SendBuffer int
 	// RecvBuffer is the receive buffer in packets (default 8192, capped at 2^20); our advertised flow
-	// window never exceeds its free slots. Memory is allocated as used.
+	// window never exceeds its free slots. Memory is taken as used, in 64 KiB pages.
 	RecvBuffer int
 	// Controller decides the send period and the congestion window (spec §5). New calls its Init.
 	// nil means no limit but the flow window.
@@ -115,8 +115,8 @@ func (c *Config) applyDefaults() {
 	if c.Controller == nil {
 		c.Controller = unlimited{}
 	}
-	c.ISN &= maxSeq
-	c.PeerISN &= maxSeq
+	c.ISN &= uint32(seqno.MaxSeq)
+	c.PeerISN &= uint32(seqno.MaxSeq)
 }
 
 func clampInt(v, lo, hi int) int {

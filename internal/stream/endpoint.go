@@ -7,9 +7,11 @@ import (
 
 	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/arrival"
+	"github.com/udtgo/udt/internal/buffer"
 	"github.com/udtgo/udt/internal/losslist"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/rtt"
+	"github.com/udtgo/udt/internal/seqno"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -24,15 +26,12 @@ type Endpoint struct {
 	minPeriod   time.Duration
 	kaInterval  time.Duration
 
-	// Sender (spec §4.3).
-	snd            sendBuffer
-	fl             flight
+	// Sender (spec §4.3). snd numbers the packets: snd.AckSeq() is the first unacknowledged
+	// sequence number (light ACKs included), snd.NextSeq() the next new one (sndCurrSeq + 1).
+	snd            *buffer.SendBuffer
 	sloss          *losslist.Sender
 	sched          *pacer.Scheduler
-	sndCurrSeq     uint32 // largest sequence number sent
-	sndLastAck     uint32 // first unacknowledged sequence number (light ACKs included)
-	sndLastDataAck uint32 // last ACK number of a full or medium ACK that advanced
-	msgNo          uint32
+	sndLastDataAck seqno.Seq // last ACK number of a full or medium ACK that advanced
 	flowWindow     int
 	cwnd           int // congestion window in packets, 0 = none
 	period         time.Duration
@@ -47,16 +46,14 @@ type Endpoint struct {
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
 
-	// Receiver (spec §4.4).
-	rcv            recvBuffer
+	// Receiver (spec §4.4). rcv holds the window: rcv.ReadSeq() is the first sequence number not
+	// yet consumed by Read, rcv.AckSeq() the first missing one (the ACK number), rcv.Cap() the
+	// acceptance window (RecvBuffer packets).
+	rcv            *buffer.RecvBuffer
 	rloss          *losslist.Receiver
-	rcvCap         int           // RecvBuffer in packets: the acceptance window
-	rcvBase        uint32        // first sequence number not yet consumed by Read
-	readOff        int           // bytes of rcvBase's payload already read
-	rcvNext        uint32        // first missing sequence number: the ACK number
-	lrsn           uint32        // largest received sequence number
-	rcvLastAck     uint32        // ACK number of the last full or medium ACK sent
-	rcvLastAckAck  uint32        // largest ACK number confirmed by an ACK2
+	lrsn           seqno.Seq     // largest received sequence number
+	rcvLastAck     seqno.Seq     // ACK number of the last full or medium ACK sent
+	rcvLastAckAck  seqno.Seq     // largest ACK number confirmed by an ACK2
 	lastACKTime    time.Duration // last full or medium ACK sent
 	lastFullACK    time.Duration
 	ackForce       bool // an ACK is due at once (short packet, controller interval)
@@ -71,7 +68,7 @@ type Endpoint struct {
 	dueRanges      []losslist.Range
 
 	// Shared.
-	rtt        rttEstimator
+	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)
 	lastRecv   time.Duration // anything received from the peer
 	lastSend   time.Duration // anything sent to the peer
 	err        error
@@ -97,9 +94,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 		pktSize:     cfg.MSS - udpIPOverhead,
 		payloadSize: packet.MaxPayload(cfg.MSS),
 		kaInterval:  min(keepAliveEvery, cfg.IdleTimeout/8),
-		rcvCap:      cfg.RecvBuffer,
 		flowWindow:  cfg.PeerFlowWindow,
-		msgNo:       1,
 		peerRates:   arrival.NewPeerRates(),
 		ctrl:        make([]byte, 0, cfg.MSS-udpIPOverhead),
 		nakRanges:   make([]packet.SeqRange, 0, maxRanges),
@@ -110,27 +105,22 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.minPeriod = congestion.MinPeriod(cfg.MaxBandwidth, cfg.MSS)
 	t := e.since(now)
 
-	e.snd.max = cfg.SendBuffer
-	e.fl.init(cfg.PeerFlowWindow)
-	e.sloss = losslist.NewSender(seqnoOf(cfg.ISN), cfg.PeerFlowWindow)
+	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
+	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
-	e.sndCurrSeq = seqDec(cfg.ISN)
-	e.sndLastAck = cfg.ISN
-	e.sndLastDataAck = cfg.ISN
+	e.sndLastDataAck = isn
 	e.rtoBase = t
 
-	e.rcv.init(cfg.RecvBuffer, e.payloadSize)
+	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
 	e.rloss = losslist.NewReceiver(cfg.RecvBuffer)
-	e.rcvBase = cfg.PeerISN
-	e.rcvNext = cfg.PeerISN
-	e.lrsn = seqDec(cfg.PeerISN)
-	e.rcvLastAck = cfg.PeerISN
-	e.rcvLastAckAck = cfg.PeerISN
+	e.lrsn = peerISN.Dec()
+	e.rcvLastAck = peerISN
+	e.rcvLastAckAck = peerISN
 	e.advertised = cfg.RecvBuffer
 	e.arrivals = arrival.New(now)
 	e.acks = rtt.NewHistory(ackHistory)
 
-	e.rtt.init()
 	e.lastRecv, e.lastSend = t, t
 	e.lastACKTime, e.lastFullACK = t, t
 
@@ -207,34 +197,23 @@ func (e *Endpoint) Write(p []byte) int {
 	if !e.active() {
 		return 0
 	}
-	n := e.snd.write(p)
+	n := e.snd.Write(p)
 	e.stats.BytesWritten += uint64(n)
 	return n
 }
 
 // CanWrite reports whether Write would accept at least one byte, or the connection stopped sending
 // (so that a blocked writer wakes up and sees Err or PeerClosed).
-func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.free() > 0 }
+func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() > 0 }
 
 // Flushed reports whether everything written has been acknowledged by the peer.
-func (e *Endpoint) Flushed() bool { return e.snd.head == e.snd.tail }
+func (e *Endpoint) Flushed() bool { return e.snd.Buffered() == 0 }
 
 // Read copies in-order received bytes into p. It returns (0, nil) when nothing is available yet
 // (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read,
 // and (0, Err()) once the connection broke and no data is left.
 func (e *Endpoint) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) && e.rcvBase != e.rcvNext {
-		b := e.rcv.at(e.rcvBase)
-		c := copy(p[n:], b[e.readOff:])
-		n += c
-		e.readOff += c
-		if e.readOff == len(b) {
-			e.rcv.release(e.rcvBase)
-			e.rcvBase = seqInc(e.rcvBase)
-			e.readOff = 0
-		}
-	}
+	n := e.rcv.Read(p)
 	e.stats.BytesRead += uint64(n)
 	if n > 0 {
 		e.maybeWindowUpdate()
@@ -253,7 +232,7 @@ func (e *Endpoint) Read(p []byte) (int, error) {
 }
 
 // CanRead reports whether Read would return data or an error (EOF included).
-func (e *Endpoint) CanRead() bool { return e.rcvBase != e.rcvNext || e.peerClosed || e.err != nil }
+func (e *Endpoint) CanRead() bool { return e.rcv.Readable() > 0 || e.peerClosed || e.err != nil }
 
 // Shutdown sends the Shutdown control packet (spec §3.4) once; afterwards the endpoint sends
 // nothing more and ignores incoming packets. conn calls it after the linger.

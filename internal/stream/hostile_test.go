@@ -8,26 +8,31 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
 )
 
 // invariants checks the engine's internal consistency.
 func (e *Endpoint) invariants() error {
-	if d := seqOff(e.sndLastAck, seqInc(e.sndCurrSeq)); d < 0 || int(d) > e.fl.size() {
-		return fmt.Errorf("in flight %d (ring %d)", d, e.fl.size())
+	if d := seqno.Offset(e.sndLastAck(), e.snd.NextSeq()); d < 0 || d != e.snd.InFlight() || d > e.snd.Cap() {
+		return fmt.Errorf("in flight %d (buffer %d, %d slots)", d, e.snd.InFlight(), e.snd.Cap())
 	}
-	if !(e.snd.head <= e.snd.cut && e.snd.cut <= e.snd.tail) || e.snd.used() > e.snd.max {
-		return fmt.Errorf("send buffer head %d cut %d tail %d", e.snd.head, e.snd.cut, e.snd.tail)
+	if e.snd.Free() < 0 || e.snd.Buffered() > e.snd.Cap()*e.snd.PayloadSize() {
+		return fmt.Errorf("send buffer free %d buffered %d", e.snd.Free(), e.snd.Buffered())
 	}
-	if seqOff(e.rcvBase, e.rcvNext) < 0 || seqOff(e.rcvNext, seqInc(e.lrsn)) < 0 {
-		return fmt.Errorf("receiver base %d next %d lrsn %d", e.rcvBase, e.rcvNext, e.lrsn)
+	base, next := e.rcv.ReadSeq(), e.rcv.AckSeq()
+	if seqno.Offset(base, next) < 0 || seqno.Offset(next, e.lrsn.Inc()) < 0 {
+		return fmt.Errorf("receiver base %d next %d lrsn %d", base, next, e.lrsn)
 	}
-	if int(seqOff(e.rcvBase, e.lrsn)) >= e.rcvCap {
-		return fmt.Errorf("receiver span %d > %d", seqOff(e.rcvBase, e.lrsn), e.rcvCap)
+	if seqno.Offset(base, e.lrsn) >= e.rcv.Cap() {
+		return fmt.Errorf("receiver span %d > %d", seqno.Offset(base, e.lrsn), e.rcv.Cap())
+	}
+	if first, ok := e.rloss.First(); ok && first != next || !ok && next != e.lrsn.Inc() {
+		return fmt.Errorf("ACK number %d: loss list first %d (%v), lrsn %d", next, first, ok, e.lrsn)
 	}
 	if e.sloss.Len() > e.inFlight() {
 		return fmt.Errorf("sender loss %d > in flight %d", e.sloss.Len(), e.inFlight())
 	}
-	if e.rloss.Len() > int(seqOff(e.rcvNext, e.lrsn))+1 {
+	if e.rloss.Len() > seqno.Offset(next, e.lrsn)+1 {
 		return fmt.Errorf("receiver loss %d", e.rloss.Len())
 	}
 	if e.flowWindow < 0 || e.flowWindow > e.cfg.PeerFlowWindow {
@@ -66,13 +71,13 @@ func TestForgedACKAndNAKIgnored(t *testing.T) {
 			return
 		}
 		e := l.ep[i]
-		cur := e.sndCurrSeq
+		cur := uint32(e.sndCurrSeq())
 		for _, p := range [][]byte{
-			ctrlPkt(packet.TypeACK, 99, e.cfg.LocalID, seqAdd(cur, 2), 10, 5, 8000, 100, 100), // beyond curr+1
-			ctrlPkt(packet.TypeACK, 0, e.cfg.LocalID, seqAdd(cur, 1000)),                      // light, beyond
-			ctrlPkt(packet.TypeNAK, 0, e.cfg.LocalID, seqAdd(cur, 1)),                         // never sent
-			ctrlPkt(packet.TypeNAK, 0, e.cfg.LocalID, e.sndLastAck|1<<31, seqAdd(cur, 5)),     // range past curr
-			ctrlPkt(packet.TypeACK2, uint32(step)*7919, e.cfg.LocalID),                        // unknown ACK2
+			ctrlPkt(packet.TypeACK, 99, e.cfg.LocalID, sqAdd(cur, 2), 10, 5, 8000, 100, 100),       // beyond curr+1
+			ctrlPkt(packet.TypeACK, 0, e.cfg.LocalID, sqAdd(cur, 1000)),                            // light, beyond
+			ctrlPkt(packet.TypeNAK, 0, e.cfg.LocalID, sqAdd(cur, 1)),                               // never sent
+			ctrlPkt(packet.TypeNAK, 0, e.cfg.LocalID, uint32(e.sndLastAck())|1<<31, sqAdd(cur, 5)), // range past curr
+			ctrlPkt(packet.TypeACK2, uint32(step)*7919, e.cfg.LocalID),                             // unknown ACK2
 		} {
 			e.HandlePacket(now, p)
 			if err := e.invariants(); err != nil {
@@ -115,7 +120,7 @@ func malformed(r *rand.Rand, dst uint32, payload int) []byte {
 		return ctrlPkt(packet.TypeNAK, 0, dst, r.Uint32()|1<<31)
 	case 5: // NAK range whose end precedes its start
 		s := r.Uint32() & maxSeq
-		return ctrlPkt(packet.TypeNAK, 0, dst, s|1<<31, seqAdd(s, -1-int32(r.IntN(1000))))
+		return ctrlPkt(packet.TypeNAK, 0, dst, s|1<<31, sqAdd(s, -1-r.IntN(1000)))
 	case 6: // empty NAK
 		return ctrlPkt(packet.TypeNAK, 0, dst)
 	case 7: // data without payload
@@ -196,7 +201,7 @@ func TestFlowControlSlowReader(t *testing.T) {
 		t.Fatal("data differs")
 	}
 	s0, s1 := l.ep[0].Stats(), l.ep[1].Stats()
-	if s1.RecvBufferFree < 0 || s0.SendBufferFree != 20000 {
+	if s1.RecvBufferFree < 0 || s0.SendBufferFree != 20000/l.ep[0].payloadSize*l.ep[0].payloadSize { // whole packets
 		t.Fatalf("buffers: %+v", s1)
 	}
 	t.Logf("slow reader: %v virtual, window updates %d, timeouts %d, out-of-window drops %d",

@@ -3,12 +3,14 @@ package stream
 import (
 	"time"
 
+	"github.com/udtgo/udt/internal/buffer"
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
 )
 
 // onData processes one data packet (spec §4.4).
 func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
-	seq := be.Uint32(b) & maxSeq
+	seq := seqno.SeqFromWire(be.Uint32(b))
 	payload := b[headerSize:]
 	if len(payload) == 0 || len(payload) > e.payloadSize {
 		e.stats.Drops.Malformed++
@@ -16,49 +18,39 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	}
 	e.lastRecv = t
 	e.stats.PktRecv++
-	e.cc.OnPacketReceived(now, seq, len(b))
-	e.arrivals.OnArrival(now, seqnoOf(seq))
-	off := seqOff(e.rcvBase, seq)
-	if off < 0 {
-		e.stats.Drops.Duplicate++
-		return
-	}
-	if int(off) >= e.rcvCap {
+	e.cc.OnPacketReceived(now, uint32(seq), len(b))
+	e.arrivals.OnArrival(now, seq)
+	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
+	switch err := e.rcv.Insert(seq, payload); err {
+	case nil:
+	case buffer.ErrBeyondWindow:
 		e.stats.Drops.OutOfWindow++
 		return
-	}
-	e.rcv.ensure(e.rcvBase, int(off)+1)
-	if e.rcv.at(seq) != nil {
+	default: // ErrTooOld (already read) or ErrDuplicate; ErrLength was checked above
 		e.stats.Drops.Duplicate++
 		return
 	}
-	if d := seqOff(e.lrsn, seq); d > 1 {
+	e.stats.BytesRecv += uint64(len(payload))
+	if d := seqno.Offset(e.lrsn, seq); d > 1 {
 		// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
-		first, last := seqInc(e.lrsn), seqDec(seq)
-		n, err := e.rloss.Insert(seqnoOf(first), seqnoOf(last), now)
+		first, last := e.lrsn.Inc(), seq.Dec()
+		e.lrsn = seq
+		n, err := e.rloss.Insert(first, last, now)
 		if err != nil { // cannot happen: every gap lies within the receive window
 			e.stats.Drops.OutOfWindow++
-			return
+		} else {
+			e.stats.RcvLoss += uint64(n)
+			if e.rloss.Len() == n {
+				e.nakTick = t // the periodic NAK starts with the first loss
+			}
+			e.nak.Ranges = append(e.nak.Ranges[:0], packet.SeqRange{First: uint32(first), Last: uint32(last)})
+			e.sendNAK(t)
 		}
-		e.lrsn = seq
-		e.stats.RcvLoss += uint64(n)
-		if e.rloss.Len() == n {
-			e.nakTick = t // the periodic NAK starts with the first loss
-		}
-		e.nak.Ranges = append(e.nak.Ranges[:0], packet.SeqRange{First: first, Last: last})
-		e.sendNAK(t)
 	} else if d == 1 {
 		e.lrsn = seq
 	} else {
 		e.stats.PktRecvFilled++
-		e.rloss.Remove(seqnoOf(seq))
-	}
-	e.rcv.put(seq, payload)
-	e.stats.BytesRecv += uint64(len(payload))
-	if first, ok := e.rloss.First(); ok {
-		e.rcvNext = uint32(first)
-	} else {
-		e.rcvNext = seqInc(e.lrsn)
+		e.rloss.Remove(seq)
 	}
 	if len(payload) < e.payloadSize {
 		e.ackForce = true // UDT4 ACKs right after a short packet (spec §4.4 step 6)
@@ -76,10 +68,11 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 // sendLightACK sends a 1-word ACK carrying the first missing number (spec §2.3).
 func (e *Endpoint) sendLightACK(t time.Duration) {
 	e.pktsSinceLight = 0
-	if e.rcvNext == e.rcvLastAckAck {
+	ack := e.rcv.AckSeq()
+	if ack == e.rcvLastAckAck {
 		return
 	}
-	e.ack = packet.ACK{Form: packet.ACKLight, AckNo: e.rcvNext}
+	e.ack = packet.ACK{Form: packet.ACKLight, AckNo: uint32(ack)}
 	e.sendACKPacket(t, &e.ack)
 	e.stats.LightACKSent++
 }
@@ -97,13 +90,13 @@ func (e *Endpoint) ackDue() (time.Duration, bool) {
 	switch {
 	case e.ackForce:
 		return e.lastACKTime, true
-	case e.rcvNext != e.rcvLastAck:
+	case e.rcv.AckSeq() != e.rcvLastAck:
 		return e.lastACKTime + e.ackPeriod(), true
 	case e.rcvLastAck != e.rcvLastAckAck:
 		// Unconfirmed: repeat after RTT + 4·RTTVar (spec §2.3 suppression rule), doubling the
 		// interval for each repeat of the same number so that a peer that never sends ACK2 cannot
 		// keep an idle connection awake.
-		iv := max(e.ackPeriod(), e.rtt.rtt+4*e.rtt.rttVar) << min(e.ackRepeats, 7)
+		iv := max(e.ackPeriod(), e.rtt.Timeout()) << min(e.ackRepeats, 7)
 		return e.lastACKTime + iv, true
 	}
 	return 0, false
@@ -122,7 +115,7 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	e.ackForce = false
 	e.pktsSinceACK = 0
 	e.pktsSinceLight = 0
-	ack := e.rcvNext
+	ack := e.rcv.AckSeq()
 	if ack == e.rcvLastAck {
 		e.ackRepeats++
 	} else {
@@ -132,10 +125,10 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	if ack == e.rcvLastAckAck {
 		return // the sender already confirmed this ACK number
 	}
-	free := max(e.rcvCap-int(seqOff(e.rcvBase, ack)), 2)
+	free := max(e.rcv.Available(), 2)
 	e.ack = packet.ACK{
-		AckSeq: e.acks.Store(seqnoOf(ack), now), Form: packet.ACKMedium, AckNo: ack,
-		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
+		AckSeq: e.acks.Store(ack, now), Form: packet.ACKMedium, AckNo: uint32(ack),
+		RTT: e.rtt.RTTMicros(), RTTVar: e.rtt.RTTVarMicros(),
 		AvailBuf: uint32(free),
 	}
 	if t-e.lastFullACK >= SYN {
@@ -153,21 +146,22 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 // part of a receive buffer whose last advertised window was small, so a sender stalled by flow
 // control resumes at once instead of after a retransmission timeout.
 func (e *Endpoint) maybeWindowUpdate() {
-	if !e.active() || e.advertised >= e.rcvCap/2 {
+	capacity := e.rcv.Cap()
+	if !e.active() || e.advertised >= capacity/2 {
 		return
 	}
-	free := e.rcvCap - int(seqOff(e.rcvBase, e.rcvNext))
-	if free < e.advertised+e.rcvCap/4 {
+	free := e.rcv.Available()
+	if free < e.advertised+capacity/4 {
 		return
 	}
 	t := max(e.lastRecv, e.lastSend) // Read has no clock: stamp with the latest known time
-	ack := e.rcvNext
+	ack := e.rcv.AckSeq()
 	e.rcvLastAck = ack
 	// ACK sequence number 0: not in the ACK history, because without a clock its RTT sample would
 	// be wrong; the ACK2 it draws is ignored.
 	e.ack = packet.ACK{
-		AckSeq: 0, Form: packet.ACKMedium, AckNo: ack,
-		RTT: uint32(e.rtt.rtt / time.Microsecond), RTTVar: uint32(e.rtt.rttVar / time.Microsecond),
+		AckSeq: 0, Form: packet.ACKMedium, AckNo: uint32(ack),
+		RTT: e.rtt.RTTMicros(), RTTVar: e.rtt.RTTVarMicros(),
 		AvailBuf: uint32(free),
 	}
 	e.sendACKPacket(t, &e.ack)
@@ -184,14 +178,14 @@ func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
 		return
 	}
 	e.stats.ACK2Recv++
-	e.rtt.sample(sample)
-	if seqOff(e.rcvLastAckAck, uint32(ack)) > 0 {
-		e.rcvLastAckAck = uint32(ack)
+	e.rttSample(sample)
+	if seqno.Offset(e.rcvLastAckAck, ack) > 0 {
+		e.rcvLastAckAck = ack
 	}
 }
 
 // nakInterval is the periodic NAK interval: 4·RTT + RTTVar + SYN (draft-gg-udt-03 §4.4).
-func (e *Endpoint) nakInterval() time.Duration { return 4*e.rtt.rtt + e.rtt.rttVar + SYN }
+func (e *Endpoint) nakInterval() time.Duration { return 4*e.rtt.RTT() + e.rtt.RTTVar() + SYN }
 
 // nakCheckEvery is how often the periodic NAK looks for due ranges: each missing range is
 // re-reported between one and 1.25 NAK intervals after its previous report.

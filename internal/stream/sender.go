@@ -5,6 +5,7 @@ import (
 
 	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
 )
 
 // window is the number of packets allowed in flight: min(flow window, cwnd) (spec §4.3).
@@ -17,7 +18,13 @@ func (e *Endpoint) window() int {
 }
 
 // inFlight is the number of packets sent and not yet acknowledged.
-func (e *Endpoint) inFlight() int { return int(seqOff(e.sndLastAck, e.sndCurrSeq)) + 1 }
+func (e *Endpoint) inFlight() int { return e.snd.InFlight() }
+
+// sndLastAck is the first unacknowledged sequence number (light ACKs included).
+func (e *Endpoint) sndLastAck() seqno.Seq { return e.snd.AckSeq() }
+
+// sndCurrSeq is the largest sequence number sent (the ISN − 1 before the first packet).
+func (e *Endpoint) sndCurrSeq() seqno.Seq { return e.snd.NextSeq().Dec() }
 
 // sendable reports whether a packet could leave now if the pacing allowed it.
 func (e *Endpoint) sendable() bool {
@@ -27,7 +34,7 @@ func (e *Endpoint) sendable() bool {
 	if e.sloss.Len() > 0 {
 		return true
 	}
-	return e.snd.cut < e.snd.tail && e.inFlight() < e.window()
+	return e.snd.Unsent() > 0 && e.inFlight() < e.window()
 }
 
 // Departure returns when the next data packet may leave: a time at or before now means at once,
@@ -77,48 +84,48 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 
 // packOne encodes the next packet into b and returns its length and whether it opens a pair.
 func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool) {
-	var seq uint32
-	var p *sentPkt
+	var (
+		seq     seqno.Seq
+		payload []byte
+		msg     seqno.Msg
+	)
 	probe, retrans := false, false
-	if s, ok := e.sloss.PopFront(); ok {
-		seq, p, retrans = uint32(s), e.fl.at(uint32(s)), true
-	} else {
-		seq = seqInc(e.sndCurrSeq)
-		inflight := e.inFlight()
-		if inflight >= e.fl.size() {
-			e.fl.resize(e.fl.size()*2, e.sndLastAck, inflight)
+	for {
+		s, ok := e.sloss.PopFront()
+		if !ok {
+			break
 		}
-		n := min(uint64(e.payloadSize), e.snd.tail-e.snd.cut)
-		p = e.fl.at(seq)
-		*p = sentPkt{off: e.snd.cut, n: uint32(n), msg: e.msgNo}
-		e.snd.cut += n
-		if e.msgNo++; e.msgNo > packet.MaxMsgNo {
-			e.msgNo = 1
+		// The loss list holds only unacknowledged numbers already sent (advanceAck clips it and
+		// NAKs are validated), so the lookup cannot fail; if it did, the number is skipped.
+		if payload, msg, ok = e.snd.Packet(s); ok {
+			seq, retrans = s, true
+			break
 		}
-		if inflight == 0 {
+	}
+	if !retrans {
+		if e.inFlight() == 0 {
 			e.rtoBase = t // the retransmission timer starts with the first unacknowledged packet
 			e.rtoCount = 0
 		}
-		e.sndCurrSeq = seq
+		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
 		probe = seq&0xF == 0
 	}
-	putDataHeader(b, seq, p.msg, timestamp(t), e.cfg.PeerID)
-	l := headerSize + int(p.n)
-	e.snd.read(b[headerSize:l], p.off)
+	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
+	l := headerSize + copy(b[headerSize:], payload)
 	e.lastSend = t
 	e.stats.PktSent++
-	e.stats.BytesSent += uint64(p.n)
+	e.stats.BytesSent += uint64(len(payload))
 	if retrans {
 		e.stats.PktRetrans++
 	}
-	e.cc.OnPacketSent(now, seq, l)
+	e.cc.OnPacketSent(now, uint32(seq), l)
 	e.applyCC()
 	return l, probe
 }
 
 // addLoss puts [first, last] into the sender loss list; numbers already acknowledged are clipped.
-func (e *Endpoint) addLoss(first, last uint32) int {
-	n, err := e.sloss.Insert(seqnoOf(first), seqnoOf(last))
+func (e *Endpoint) addLoss(first, last seqno.Seq) int {
+	n, err := e.sloss.Insert(first, last)
 	if err != nil { // validated by the callers: cannot happen
 		e.stats.Drops.ForgedNAK++
 	}
@@ -127,11 +134,12 @@ func (e *Endpoint) addLoss(first, last uint32) int {
 
 // advanceAck acknowledges everything before ack (sndLastAck < ack ≤ sndCurrSeq+1): frees the send
 // buffer and drops those numbers from the loss list.
-func (e *Endpoint) advanceAck(t time.Duration, ack uint32) {
-	last := e.fl.at(seqDec(ack))
-	e.snd.head = last.off + uint64(last.n)
-	e.sloss.RemoveBefore(seqnoOf(ack))
-	e.sndLastAck = ack
+func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
+	if _, err := e.snd.Ack(ack); err != nil { // validated by the callers: cannot happen
+		e.stats.Drops.ForgedACK++
+		return
+	}
+	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
 	e.rtoCount = 0
 }
@@ -143,15 +151,15 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		e.stats.Drops.Malformed++
 		return false
 	}
-	ack := a.AckNo
+	ack := seqno.SeqFromWire(a.AckNo)
 	// Never acknowledge what was not sent (UDT4 breaks the connection here: we ignore it).
-	if seqOff(ack, seqInc(e.sndCurrSeq)) < 0 {
+	if seqno.Offset(ack, e.snd.NextSeq()) < 0 {
 		e.stats.Drops.ForgedACK++
 		return false
 	}
 	if a.Form == packet.ACKLight { // self-clocking only (spec §2.3)
 		e.stats.LightACKRecv++
-		if d := int(seqOff(e.sndLastAck, ack)); d > 0 {
+		if d := seqno.Offset(e.sndLastAck(), ack); d > 0 {
 			e.flowWindow = max(e.flowWindow-d, 0)
 			e.advanceAck(t, ack)
 		}
@@ -161,23 +169,23 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 	if a.AckSeq != 0 { // 0: a window update, not in the peer's ACK history
 		e.sendACK2(t, a.AckSeq)
 	}
-	if seqOff(e.sndLastAck, ack) >= 0 {
+	if d := seqno.Offset(e.sndLastAck(), ack); d >= 0 {
 		e.flowWindow = clampInt(int(int32(a.AvailBuf)), 2, e.cfg.PeerFlowWindow)
-		if ack != e.sndLastAck {
+		if d > 0 {
 			e.advanceAck(t, ack)
 		}
 	}
-	if seqOff(e.sndLastDataAck, ack) <= 0 {
+	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
 	}
 	e.sndLastDataAck = ack
-	e.rtt.peerField(a.RTT, a.RTTVar)
+	e.rttPeerField(a.RTT, a.RTTVar)
 	if a.Form == packet.ACKFull {
 		e.peerRates.OnFullACK(a.RecvRate, a.Capacity)
 	}
 	e.cc.OnACK(now, congestion.ACK{
-		Seq: ack, RTT: e.rtt.rtt, RTTVar: e.rtt.rttVar,
-		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: e.sndCurrSeq,
+		Seq: uint32(ack), RTT: e.rtt.RTT(), RTTVar: e.rtt.RTTVar(),
+		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
 	return true
@@ -201,8 +209,9 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.nakRanges = rs
 	lr := e.lossRanges[:0]
+	curr, lastAck := e.sndCurrSeq(), e.sndLastAck()
 	for _, r := range rs {
-		if seqOff(r.Last, e.sndCurrSeq) < 0 || seqOff(e.sndLastAck, r.First) < -maxWindow {
+		if seqno.Offset(seqno.SeqFromWire(r.Last), curr) < 0 || seqno.Offset(lastAck, seqno.SeqFromWire(r.First)) < -maxWindow {
 			e.stats.Drops.ForgedNAK++
 			return false
 		}
@@ -210,10 +219,10 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
-	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: e.sndCurrSeq})
+	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
 	e.applyCC()
 	for _, r := range rs {
-		e.stats.SndLoss += uint64(e.addLoss(r.First, r.Last))
+		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
 	}
 	return true
 }

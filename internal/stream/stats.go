@@ -63,7 +63,7 @@ type Drops struct {
 // Stats returns the counters and the instantaneous state.
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
-	s.RTT, s.RTTVar = e.rtt.rtt, e.rtt.rttVar
+	s.RTT, s.RTTVar = e.rtt.RTT(), e.rtt.RTTVar()
 	s.SendPeriod = e.period
 	s.FlowWindow = e.flowWindow
 	s.CongestionWindow = e.cwnd
@@ -71,7 +71,7 @@ func (e *Endpoint) Stats() Stats {
 	s.Bandwidth = e.peerRates.Bandwidth
 	s.RecvRate = e.peerRates.RcvRate
 	s.LocalRecvRate = e.arrivals.RecvSpeed()
-	s.SendBufferFree = e.snd.free()
-	s.RecvBufferFree = e.rcvCap - int(seqOff(e.rcvBase, e.rcvNext))
+	s.SendBufferFree = e.snd.Free()
+	s.RecvBufferFree = e.rcv.Available()
 	return s
 }

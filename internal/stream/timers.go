@@ -8,7 +8,7 @@ import "time"
 // N·max(RTT + 4·RTTVar + SYN, 100 ms), N = the number of expiries so far (at most 16). A
 // controller's RTO replaces both (and caps the probe).
 func (e *Endpoint) rtoInterval() time.Duration {
-	base := e.rtt.rtt + 4*e.rtt.rttVar + SYN
+	base := e.rtt.Timeout() + SYN
 	if e.rtoCount == 0 {
 		pto := max(base, 2*SYN)
 		if e.ccRTO > 0 {
@@ -70,11 +70,12 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	if e.sloss.Len() > 0 {
 		return
 	}
+	first, last := e.sndLastAck(), e.sndCurrSeq()
 	if e.rtoCount <= 2 {
-		e.addLoss(e.sndLastAck, e.sndLastAck)
-		e.addLoss(e.sndCurrSeq, e.sndCurrSeq)
+		e.addLoss(first, first)
+		e.addLoss(last, last)
 	} else {
-		e.addLoss(e.sndLastAck, e.sndCurrSeq)
+		e.addLoss(first, last)
 	}
 }
 
@@ -97,21 +98,11 @@ func (e *Endpoint) NextTimer() time.Time {
 	return e.at(next)
 }
 
-// trim returns the memory of empty buffers to the garbage collector when the connection has been
-// idle for a keep-alive interval, so that many idle connections hold little memory. The buffers
-// grow again on demand (an allocation per burst, not per packet).
+// trim returns the buffers' spare pages to the shared pool when the connection has been idle for
+// a keep-alive interval. Pages holding data are given back as their last packet is acknowledged
+// or read, so an idle connection whose data has all been acknowledged and read then holds no
+// payload memory; the buffers take pages again on demand (from the pool, not per packet).
 func (e *Endpoint) trim() {
-	if e.snd.used() == 0 {
-		e.snd.data = nil
-	}
-	if e.inFlight() == 0 && e.fl.size() > minFlight {
-		e.fl.resize(minFlight, e.sndLastAck, 0)
-	}
-	if e.rcvBase == seqInc(e.lrsn) {
-		e.rcv.spare = nil
-		if len(e.rcv.slots) > minRecvRing {
-			e.rcv.slots = make([][]byte, minRecvRing)
-			e.rcv.mask = minRecvRing - 1
-		}
-	}
+	e.snd.Trim()
+	e.rcv.Trim()
 }

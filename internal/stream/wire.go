@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
 )
 
 // Control packets are encoded and decoded with package packet into the Endpoint's scratch
@@ -15,9 +16,9 @@ const ffSolo = 3 << 30 // FF = 11: the only packet of its message (spec §1.2)
 var be = binary.BigEndian
 
 // putDataHeader writes a data header into b[:16] (spec §1.2): seq, FF = 11 (solo), O = 0, msg.
-func putDataHeader(b []byte, seq, msg, ts, dst uint32) {
-	be.PutUint32(b[0:], seq&maxSeq)
-	be.PutUint32(b[4:], ffSolo|msg&packet.MaxMsgNo)
+func putDataHeader(b []byte, seq seqno.Seq, msg seqno.Msg, ts, dst uint32) {
+	be.PutUint32(b[0:], uint32(seq&seqno.MaxSeq))
+	be.PutUint32(b[4:], ffSolo|uint32(msg&seqno.MaxMsg))
 	be.PutUint32(b[8:], ts)
 	be.PutUint32(b[12:], dst)
 }
