@@ -96,8 +96,9 @@ const ltRanges = 256
 //   - The increase. The native rate control runs on ACKs that advance the acknowledged number,
 //     at most once per SYN, one increase per run. Under random loss ACKs stall behind holes and
 //     the native rate grows a third as fast; LossTolerant applies one increase per SYN elapsed
-//     since the previous run (at most two RTTs' worth), so the growth per second is the
-//     native's on a clean path.
+//     since the previous run or the last congestion signal, whichever is later (at most two
+//     RTTs' worth), so the growth per second is the native's on a clean path, and a stall
+//     caused by congestion earns nothing.
 //
 // Losses are counted once: only the part of a NAK beyond the largest loss already reported
 // counts, so the receiver's periodic re-reports (spec §4.4) do not inflate the loss rate. The

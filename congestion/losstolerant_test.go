@@ -1,6 +1,7 @@
 package congestion
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -222,5 +223,36 @@ func TestLossTolerantDeepQueueIsNative(t *testing.T) {
 	}
 	if r, k := c.Losses(); r != 1 || k != 2 {
 		t.Fatalf("Losses() = %d random, %d congestion; want 1, 2", r, k)
+	}
+}
+
+// A congestion signal restarts the catch-up count: only the SYNs after it count.
+func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
+	lt := ltAfterSlowStart(t)
+	lt.nat.bw = 1000000
+	lt.nat.lastDecPeriod = 1e9
+	lt.OnACK(ms(11), ACK{Seq: sq(20), RTT: 15100 * time.Microsecond, CurrSeq: sq(1000)}) // deep queue: native
+	lt.OnLoss(ms(12), lossAt(600, 600))                                                  // a congestion signal: STP 113
+	// The next rate control (≥ SYN after ms(10)) applies none: the SYN after a loss.
+	lt.OnACK(ms(20), ACK{Seq: sq(30), RTT: 10 * time.Millisecond, CurrSeq: sq(1000)})
+	if lt.nat.stp != 113 {
+		t.Fatalf("STP %v after the SYN with a loss, want 113", lt.nat.stp)
+	}
+	lt.OnLoss(ms(25), Loss{Ranges: []Range{{sq(1001), sq(1001)}}, CurrSeq: sq(1100)}) // queue 0: random, not counted
+	// 40 ms later: 4 SYNs since the last rate control; the last congestion signal (ms 12) is older.
+	inc := lt.nat.increase()
+	lt.OnACK(ms(60), ACK{Seq: sq(40), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
+	if want := 113 * synUS / (113*inc*4 + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
+		t.Fatalf("STP %v, want %v (4 increases)", lt.nat.stp, want)
+	}
+	// A congestion signal 15 ms before the next run leaves one SYN to catch up.
+	lt.OnACK(ms(61), ACK{Seq: sq(41), RTT: 16 * time.Millisecond, CurrSeq: sq(1100)})
+	lt.OnLoss(ms(85), Loss{Ranges: []Range{{sq(1101), sq(1101)}}, CurrSeq: sq(1200)})
+	lt.nat.loss = false // look at the catch-up count alone
+	stp := lt.nat.stp
+	inc = lt.nat.increase()
+	lt.OnACK(ms(100), ACK{Seq: sq(50), RTT: 16 * time.Millisecond, CurrSeq: sq(1200)})
+	if want := stp * synUS / (stp*inc + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
+		t.Fatalf("STP %v, want %v (1 increase)", lt.nat.stp, want)
 	}
 }

@@ -89,9 +89,10 @@ type Native struct {
 	rnd rand.Source // nil: math/rand/v2's global generator
 
 	// catchUp makes a rate-control step apply one increase per SYN elapsed since the previous
-	// step (at most two RTTs' worth, at most maxCatchUp), instead of one per step. Off in
-	// Native; LossTolerant sets it.
-	catchUp bool
+	// step or the last loss report, whichever is later (at most two RTTs' worth, at most
+	// maxCatchUp), instead of one per step. Off in Native; LossTolerant sets it.
+	catchUp  bool
+	lastLoss time.Time // the last loss report (OnLoss with ranges), for catchUp
 
 	// Connection parameters (Init).
 	mss      float64 // bytes, IP and UDP headers included
@@ -163,6 +164,7 @@ func (n *Native) Init(now time.Time, p Params) {
 	n.slowStart = true
 	n.lastAck = n.currSeq
 	n.lastRCTime = now
+	n.lastLoss = time.Time{}
 	n.loss = false
 	n.lastDecSeq = seqDec(n.lastAck)
 	n.lastDecPeriod = 1
@@ -197,7 +199,11 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 	steps := 1.0
 	if n.catchUp {
 		limit := min(math.Ceil(2*(n.rttUS+synUS)/synUS), maxCatchUp) // two RTTs' worth
-		steps = max(min(math.Floor(float64(now.Sub(n.lastRCTime))/float64(SYN)), limit), 1)
+		since := n.lastRCTime
+		if n.lastLoss.After(since) {
+			since = n.lastLoss
+		}
+		steps = max(min(math.Floor(float64(now.Sub(since))/float64(SYN)), limit), 1)
 	}
 	n.lastRCTime = now
 
@@ -283,6 +289,7 @@ func (n *Native) OnLoss(now time.Time, l Loss) {
 		return
 	}
 	n.currSeq = l.CurrSeq & maxSeq
+	n.lastLoss = now
 	if n.slowStart {
 		n.leaveSlowStart()
 		if n.recvRate > 0 {

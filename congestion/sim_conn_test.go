@@ -72,8 +72,8 @@ func TestConnOneFlow(t *testing.T) {
 // Two flows share the bottleneck, the second starting 2 s later: Jain's fairness index over
 // seconds 20–30 is ≥ 0.95, together they fill ≥ 85 % of it, and the queue drops stay under 2 %
 // of the packets offered (congestion losses still back the loss-tolerant controller off). The
-// mixed pair (native first, loss-tolerant second) checks that udt-lt does not crowd out native
-// flows.
+// mixed pairs (native and loss-tolerant, in both orders) check that udt-lt does not crowd out
+// native flows.
 func TestConnTwoFlows(t *testing.T) {
 	dur := simDuration(30*time.Second, 8*time.Second)
 	from := max(int(dur/time.Second)-10, 4)
@@ -85,6 +85,7 @@ func TestConnTwoFlows(t *testing.T) {
 		{"native", nativeSeeded, nativeSeeded, "native 1", "native 2"},
 		{"udt-lt", ltSeeded, ltSeeded, "udt-lt 1", "udt-lt 2"},
 		{"mixed", nativeSeeded, ltSeeded, "native", "udt-lt"},
+		{"mixed-reversed", ltSeeded, nativeSeeded, "udt-lt", "native"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc := connScenario{Rate: 100e6, RTT: 20 * time.Millisecond, Seed: 2,
