@@ -69,7 +69,7 @@ func dialTransport(ctx context.Context, proto, addr string, tr *transportFlags) 
 		if err != nil {
 			return nil, err
 		}
-		return &udtConn{c}, nil
+		return &udtConn{c, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
 		d := net.Dialer{}
 		c, err := d.DialContext(ctx, "tcp", addr)
@@ -97,7 +97,7 @@ func listenTransport(proto, addr string, pc net.PacketConn, tr *transportFlags) 
 		if err != nil {
 			return nil, err
 		}
-		return udtListener{l}, nil
+		return udtListener{l, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
 		l, err := net.Listen("tcp", addr)
 		if err != nil {
@@ -113,6 +113,7 @@ func listenTransport(proto, addr string, pc net.PacketConn, tr *transportFlags) 
 func udtConfig(tr *transportFlags) *conn.Config {
 	return &conn.Config{
 		MSS:              tr.mss,
+		SendBuffer:       udtSendBuffer(tr.mss),
 		Pacer:            tr.pacer,
 		StrictPacing:     tr.strict,
 		Congestion:       tr.ccFactory,
@@ -121,8 +122,21 @@ func udtConfig(tr *transportFlags) *conn.Config {
 	}
 }
 
+// udtSendBuffer is conn's default send buffer (8192 packets' payload), set explicitly so that
+// the backlog can be computed from SendBufferFree.
+func udtSendBuffer(mss int) int { return conn.DefaultBufferPackets * (mss - 44) }
+
 // udtConn is a udt connection.
-type udtConn struct{ *conn.Conn }
+type udtConn struct {
+	*conn.Conn
+	sndBuf int // Config.SendBuffer, bytes
+}
+
+// backlog is how many written bytes wait in the send buffer (not yet acknowledged).
+func (c *udtConn) backlog() int64 {
+	st := c.Conn.Stats()
+	return int64(max(c.sndBuf-st.SendBufferFree, 0))
+}
 
 func (c *udtConn) Backend() string { return c.PacerName() }
 
@@ -146,14 +160,17 @@ func (c *udtConn) Stats(sender bool) linkStats {
 	return s
 }
 
-type udtListener struct{ l *conn.Listener }
+type udtListener struct {
+	l      *conn.Listener
+	sndBuf int
+}
 
 func (l udtListener) Accept(ctx context.Context) (transportConn, error) {
 	c, err := l.l.AcceptUDT(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &udtConn{c}, nil
+	return &udtConn{c, l.sndBuf}, nil
 }
 func (l udtListener) Addr() net.Addr { return l.l.Addr() }
 func (l udtListener) Close() error   { return l.l.Close() }

@@ -108,7 +108,7 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 			if n = min(n, spec.bytes-sent); n == 0 {
 				return sent, nil
 			}
-		} else if time.Since(begin) >= spec.dur {
+		} else if el := time.Since(begin); el >= spec.dur || drainsPast(s.c, sent, el, spec.dur) {
 			return sent, nil
 		}
 		frame := frames[i%len(frames)]
@@ -134,6 +134,24 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 		sent += n
 		s.moved.Add(n)
 	}
+}
+
+// drainsPast reports whether the data already written but still queued in the transport's send
+// buffer will take until past dur to leave, at the rate data has left so far. A timed transfer
+// then stops writing early, so that it ends near dur even when the buffer (udt's holds 8192
+// packets) is large against the rate. Transports without a visible backlog never stop early.
+func drainsPast(c transportConn, sent int64, elapsed, dur time.Duration) bool {
+	b, ok := c.(interface{ backlog() int64 })
+	if !ok || elapsed < dur/4 { // before that, start-up dominates the rate
+		return false
+	}
+	queued := b.backlog()
+	left := sent - queued
+	if queued <= 0 || left <= 0 {
+		return false
+	}
+	rate := float64(left) / elapsed.Seconds() // bytes/s
+	return elapsed+time.Duration(float64(queued)/rate*1e9) >= dur
 }
 
 func (s *session) writeEnd(sent int64, sum string) error {
