@@ -117,12 +117,18 @@ func startRef(t *testing.T, dir string, prog string, args ...string) (*exec.Cmd,
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	exited := make(chan struct{}) // closed when the process has exited
+	done := make(chan error, 1)   // its Wait result, for the test to receive once
+	go func() {
+		done <- cmd.Wait()
+		close(exited)
+	}()
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		<-done
-		t.Logf("%s output:\n\t%s", prog, strings.Join(out.all(), "\n\t"))
+		<-exited
+		if lines := out.all(); len(lines) > 0 {
+			t.Logf("%s output:\n\t%s", prog, strings.Join(lines, "\n\t"))
+		}
 	})
 	return cmd, out, done
 }
