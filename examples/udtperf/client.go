@@ -131,7 +131,7 @@ func explain(err error, who, proto, peer string, tr *transportFlags) error {
 	var le *localError
 	switch {
 	case errors.As(err, &pf):
-		return fmt.Errorf("%s failed: %s", who, pf.msg)
+		return fmt.Errorf("%s reports: %s", who, pf.msg)
 	case errors.As(err, &pe):
 		return fmt.Errorf("%s %s: %v", who, peer, pe)
 	case errors.As(err, &le):

@@ -24,6 +24,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"server", "-interval", "1ms"}, "-interval"},
 		{[]string{"client", "-connect", "h:1", "-reverse", "-file", "x"}, "cannot be combined"},
 		{[]string{"frobnicate"}, "unknown command"},
+		{[]string{"server", "-dir", "/nonexistent/udtperf"}, "not a directory"},
 		{[]string{"client", "-connect", "h:1", "extra"}, "unexpected argument"},
 	} {
 		code, out, errOut := runCmd(tc.args...)

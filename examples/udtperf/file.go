@@ -55,7 +55,7 @@ func openSink(dir, name string, force bool) (*fileSink, error) {
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return nil, fmt.Errorf("server cannot open its -dir: %v", err)
+		return nil, fmt.Errorf("cannot open the server's -dir: %v", err)
 	}
 	s := &fileSink{root: root, name: name, path: name}
 	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
@@ -77,7 +77,7 @@ func openSink(dir, name string, force bool) (*fileSink, error) {
 		if errors.Is(err, fs.ErrExist) {
 			return nil, fmt.Errorf("file %q already exists on the server (start the server with -force to overwrite)", name)
 		}
-		return nil, fmt.Errorf("server cannot create %q: %v", name, err)
+		return nil, fmt.Errorf("cannot create %q on the server: %v", name, err)
 	}
 	s.f, s.w = f, f
 	if wrapFileWriter != nil {
@@ -93,7 +93,7 @@ func (s *fileSink) Write(p []byte) (int, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		err = fmt.Errorf("server cannot write %q: %v", s.name, err)
+		err = fmt.Errorf("cannot write %q: %v", s.name, err)
 	}
 	return n, err
 }
@@ -110,7 +110,7 @@ func (s *fileSink) Commit() error {
 	}
 	if err != nil {
 		s.root.Remove(s.path)
-		return fmt.Errorf("server cannot store %q: %v (partial file removed)", s.name, err)
+		return fmt.Errorf("cannot store %q: %v (partial file removed)", s.name, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -217,6 +218,11 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	}
 	if err := o.out.validate(); err != nil {
 		return nil, usageError{err}
+	}
+	if o.dir != "" {
+		if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
+			return nil, usageError{fmt.Errorf("-dir %s is not a directory", o.dir)}
+		}
 	}
 	if err := o.tr.validate([]string{o.tr.pacer}); err != nil {
 		return nil, usageError{err}

@@ -93,6 +93,7 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 	frames := dataFrames()
 	buf := make([]byte, 4+frameSize)
 	var sent int64
+	var drain drainEstimate
 	for i := 0; ; i++ {
 		select {
 		case m := <-peer:
@@ -108,7 +109,7 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 			if n = min(n, spec.bytes-sent); n == 0 {
 				return sent, nil
 			}
-		} else if el := time.Since(begin); el >= spec.dur || drainsPast(s.c, sent, el, spec.dur) {
+		} else if el := time.Since(begin); el >= spec.dur || drain.past(s.c, sent, el, spec.dur) {
 			return sent, nil
 		}
 		frame := frames[i%len(frames)]
@@ -136,22 +137,36 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 	}
 }
 
-// drainsPast reports whether the data already written but still queued in the transport's send
-// buffer will take until past dur to leave, at the rate data has left so far. A timed transfer
-// then stops writing early, so that it ends near dur even when the buffer (udt's holds 8192
-// packets) is large against the rate. Transports without a visible backlog never stop early.
-func drainsPast(c transportConn, sent int64, elapsed, dur time.Duration) bool {
+// drainEstimate tells a timed sender when to stop writing: when the data already written but
+// still queued in the transport's send buffer will take until past -time to leave, at the rate
+// data has been leaving over the last quarter second or more. The transfer then ends near -time
+// even when the buffer (udt's holds 8192 packets) is large against the rate. Transports without
+// a visible backlog never stop early.
+type drainEstimate struct {
+	markAt   time.Duration // elapsed time of the last rate sample
+	markLeft int64         // bytes that had left the buffer then
+	rate     float64       // bytes/s between the last two samples; 0 = none yet
+}
+
+const drainWindow = 250 * time.Millisecond
+
+func (d *drainEstimate) past(c transportConn, sent int64, elapsed, dur time.Duration) bool {
 	b, ok := c.(interface{ backlog() int64 })
-	if !ok || elapsed < dur/4 { // before that, start-up dominates the rate
+	if !ok {
 		return false
 	}
 	queued := b.backlog()
 	left := sent - queued
-	if queued <= 0 || left <= 0 {
+	if elapsed-d.markAt >= drainWindow {
+		if d.markAt > 0 {
+			d.rate = float64(left-d.markLeft) / (elapsed - d.markAt).Seconds()
+		}
+		d.markAt, d.markLeft = elapsed, left
+	}
+	if d.rate <= 0 || queued <= 0 {
 		return false
 	}
-	rate := float64(left) / elapsed.Seconds() // bytes/s
-	return elapsed+time.Duration(float64(queued)/rate*1e9) >= dur
+	return elapsed+time.Duration(float64(queued)/d.rate*1e9) >= dur
 }
 
 func (s *session) writeEnd(sent int64, sum string) error {
