@@ -59,7 +59,7 @@ const ltRanges = 256
 //     rate changes; two RTTs are short enough to see the burst of drops of a drop-tail queue's
 //     overflow (several % of a flow's packets in that RTT), and long enough that 1 % random loss
 //     rarely passes 2 % (Poisson: over 500 packets P ≈ 1.4 %, over 1000 P ≈ 0.2 %, over 1666 —
-//     100 Mbit/s at 100 ms — P < 0.01 %; a false signal costs one decrease). Every NAK then goes
+//     100 Mbit/s at 100 ms — P ≈ 0.01 %; a false signal costs one decrease). Every NAK then goes
 //     to the native algorithm, with its several decreases per congestion period, so that at an
 //     overflow LossTolerant backs off as much as a native flow does;
 //   - or the queue has grown: the smoothed RTT exceeds the smallest seen by more than
