@@ -88,6 +88,20 @@ func (s DelayLineStats) LateSummary() string {
 	return out
 }
 
+// StallNote returns a note when more than 0.1 % of the packets left the line
+// over 10 ms late: the host descheduled it (on a shared VM even a real-time
+// thread loses its vCPU for tens of ms, and every packet in the line then
+// waits), so the path's delay and rate were perturbed while that happened.
+// It returns "" otherwise.
+func (s DelayLineStats) StallNote() string {
+	late := s.Late[4] + s.Late[5]
+	if s.Forwarded == 0 || float64(late) <= 0.001*float64(s.Forwarded) {
+		return ""
+	}
+	return fmt.Sprintf("%d packets (%.2f %%) left the delay line over 10 ms late (worst %.1f ms): the host descheduled it (vCPU preemption); the path was perturbed meanwhile",
+		late, 100*float64(late)/float64(s.Forwarded), float64(s.MaxLate)/1e6)
+}
+
 // NewDelayLine creates TUN device name (IFF_TUN, no packet-info header) in
 // the calling thread's network namespace (use inNS) and starts holding each
 // packet read from it for delay. The caller configures the device (up,

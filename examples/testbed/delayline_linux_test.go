@@ -53,3 +53,15 @@ func TestNftRules(t *testing.T) {
 		t.Errorf("0 %% loss must not drop:\n%s", r)
 	}
 }
+
+func TestStallNote(t *testing.T) {
+	if n := (DelayLineStats{Forwarded: 10000, Late: [6]uint64{9990, 0, 0, 0, 10, 0}}).StallNote(); n != "" {
+		t.Errorf("0.1 %% late: note %q, want none", n)
+	}
+	if n := (DelayLineStats{Forwarded: 10000, Late: [6]uint64{9980, 0, 0, 0, 15, 5}}).StallNote(); !strings.Contains(n, "20 packets (0.20 %)") {
+		t.Errorf("0.2 %% late: note %q", n)
+	}
+	if n := (DelayLineStats{}).StallNote(); n != "" {
+		t.Errorf("idle line: note %q", n)
+	}
+}

@@ -12,8 +12,9 @@
 //
 // Before anything else the testbed measures its own link and prints measured
 // against set: ping RTT (±5 %), TCP rate at 0 % loss (±5 %; the IP-level rate
-// of a bulk transfer, goodput × MTU/MSS, with iperf3 when installed, else a
-// built-in sender/receiver) and one-way loss (±30 % relative, counted with
+// of a bulk transfer, goodput × MTU/MSS, by iperf3 when installed, else by a
+// built-in sender/receiver whose receive window is clamped between one BDP
+// and BDP + queue) and one-way loss (±30 % relative, counted with
 // numbered UDP probes, which must also arrive in order).
 //
 // Usage:
@@ -58,7 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.cfg.Loss, "loss", 0, "random loss of forwarded packets, percent, per direction")
 	fs.DurationVar(&o.cfg.Queue, "queue", 0, "router buffer toward each host as time at -rate (0 = max(rtt, 20ms))")
 	fs.StringVar(&o.measure, "measure", "full", "self-measurement before the run: full, quick or none")
-	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (iperf3 if installed), iperf3, builtin")
+	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (iperf3 if installed), iperf3, builtin (window-clamped, SHA-256-checked)")
 	fs.DurationVar(&o.serverWait, "server-wait", 500*time.Millisecond, "time between starting the server on B and the client on A")
 	fs.BoolVar(&o.matrix.run, "matrix", false, "run the comparison matrix (rate × rtt × loss × protocol)")
 	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, udt and TCP CUBIC")

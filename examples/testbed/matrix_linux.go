@@ -24,7 +24,7 @@ type tcpRunner struct{ cc string }
 
 func (r tcpRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) (Row, error) {
 	// No warm-up exclusion: like udtperf, the whole transfer counts.
-	res, err := RunTCP(ctx, tb, r.cc, dur, 0)
+	res, err := RunTCP(ctx, tb, r.cc, dur, 0, 0)
 	return Row{GoodputMbps: res.Goodput / 1e6, RetransPct: res.RetransPct, SHA256OK: res.SHA256OK,
 		Seconds: res.MeasuredFor.Seconds()}, err
 }
@@ -160,6 +160,9 @@ func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w io.Wri
 	if !printChecks(w, checks) {
 		fmt.Fprintln(w, "WARNING: the link is out of tolerance; the matrix below is suspect")
 	}
+	if st, err := tb.DelayStats(); err == nil && st.StallNote() != "" {
+		fmt.Fprintln(w, "note:", st.StallNote())
+	}
 	return nil
 }
 
@@ -176,7 +179,7 @@ func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, 
 	if err != nil {
 		return nil, err
 	}
-	n, pps := probePlan(cfg, planFor("quick", cfg.RTT))
+	n, pps := probePlan(cfg, planFor("quick", cfg.RTT, "builtin"))
 	lp, _, err := ProbeLoss(ctx, tb, n, pps)
 	if err != nil {
 		return nil, err

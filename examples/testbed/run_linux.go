@@ -47,9 +47,12 @@ func run(o *options) (code int, err error) {
 			return 1, interrupted(ctx, err)
 		}
 		ok := printChecks(os.Stdout, checks)
-		printDelayStats(tb)
+		st := printDelayStats(tb)
 		if !ok {
 			fmt.Println("testbed: WARNING: the link is out of tolerance; results across it are suspect")
+		}
+		if note := st.StallNote(); note != "" {
+			fmt.Println("testbed: note:", note)
 		}
 	}
 	if len(o.client) == 0 {
@@ -58,15 +61,16 @@ func run(o *options) (code int, err error) {
 	return runCommands(ctx, tb, o)
 }
 
-func printDelayStats(tb *Testbed) {
+func printDelayStats(tb *Testbed) DelayLineStats {
 	s, err := tb.DelayStats()
 	if err != nil {
 		fmt.Println("delay line:", err)
-		return
+		return s
 	}
 	fmt.Printf("delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), realtime %v\n",
 		s.Forwarded, s.Dropped, s.TunDropped, s.Realtime)
 	fmt.Printf("delay line release lateness: %s; worst %.1f ms\n", s.LateSummary(), float64(s.MaxLate)/1e6)
+	return s
 }
 
 // runCommands starts the server on B (if any), waits serverWait, runs the

@@ -36,13 +36,28 @@ const tcpPort = 5201
 // RunTCP sends a pseudo-random stream from A to B over TCP with congestion
 // control cc for dur, then closes. Goodput counts what B receives after the
 // first warmup (slow start and its overshoot) until the end of the stream.
-// Both ends hash the stream with SHA-256.
-func RunTCP(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Duration) (TCPResult, error) {
+// Both ends hash the stream with SHA-256. A window > 0 clamps B's advertised
+// window to that many bytes (TCP_WINDOW_CLAMP).
+func RunTCP(ctx context.Context, tb *Testbed, cc string, dur, warmup time.Duration, window int) (TCPResult, error) {
 	res := TCPResult{CC: cc}
 	var ln net.Listener
 	laddr := netip.AddrPortFrom(tb.Addr(HostB), tcpPort).String()
+	lc := net.ListenConfig{}
+	if window > 0 {
+		// Set on the listener, inherited by the accepted connection before
+		// its first window is advertised.
+		lc.Control = func(_, _ string, rc syscall.RawConn) error {
+			var serr error
+			if err := rc.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_WINDOW_CLAMP, window)
+			}); err != nil {
+				return err
+			}
+			return serr
+		}
+	}
 	if err := inNS(tb.NS(HostB), func() (err error) {
-		ln, err = (&net.ListenConfig{}).Listen(ctx, "tcp4", laddr)
+		ln, err = lc.Listen(ctx, "tcp4", laddr)
 		return err
 	}); err != nil {
 		return res, err
