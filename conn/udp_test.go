@@ -3,8 +3,8 @@ package conn
 import (
 	"context"
 	"errors"
-	"net"
 	"fmt"
+	"net"
 	"testing"
 	"time"
 
