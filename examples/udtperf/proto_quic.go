@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -63,6 +64,10 @@ func serverTLS() (*tls.Config, string, error) {
 	}, hex.EncodeToString(sum[:]), nil
 }
 
+// quicFingerprint is the SHA-256 of the last certificate a quic listener made (the server
+// prints it).
+var quicFingerprint atomic.Pointer[string]
+
 // clientTLS accepts the server's self-signed certificate: udtperf measures throughput, it does
 // not authenticate its peer (the server prints its certificate's fingerprint for the curious).
 func clientTLS() *tls.Config {
@@ -88,10 +93,11 @@ type quicListener struct {
 }
 
 func listenQUIC(addr string, pc net.PacketConn, tr *transportFlags) (transportListener, error) {
-	tlsConf, _, err := serverTLS()
+	tlsConf, fp, err := serverTLS()
 	if err != nil {
 		return nil, err
 	}
+	quicFingerprint.Store(&fp)
 	if pc == nil {
 		l, err := quic.ListenAddr(addr, tlsConf, quicConfig(tr))
 		if err != nil {

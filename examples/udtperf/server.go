@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,17 +24,22 @@ const selfServerCmd = "_selfserver"
 type server struct {
 	o      *serverOptions
 	lns    map[string]transportListener
+	share  *udpShare // the UDP socket udt and quic share, if they do
 	stdout io.Writer
 	stderr io.Writer
 	outMu  sync.Mutex
+
+	mu       sync.Mutex
+	active   map[transportConn]bool // connections being served
+	stopping atomic.Bool            // close has begun: errors of aborted transfers are expected
 }
 
 // listen opens the listeners: udt and quic on one UDP port (shared by peer address when both
 // are served), tcp on the same port number.
 func listen(o *serverOptions) (*server, error) {
-	s := &server{o: o, lns: map[string]transportListener{}}
+	s := &server{o: o, lns: map[string]transportListener{}, active: map[transportConn]bool{}}
 	fail := func(err error) (*server, error) {
-		s.close()
+		s.close(nil)
 		return nil, err
 	}
 	udt, quic, tcp := slices.Contains(o.protos, "udt"), slices.Contains(o.protos, "quic"), slices.Contains(o.protos, "tcp")
@@ -44,19 +50,18 @@ func listen(o *serverOptions) (*server, error) {
 		if err != nil {
 			return fail(fmt.Errorf("cannot listen on udp %s: %v", addr, err))
 		}
-		sh := newUDPShare(pc.(*net.UDPConn))
-		lu, err := listenTransport("udt", "", sh.udt, &o.tr)
-		if err != nil {
-			sh.Close()
-			return fail(err)
+		s.share = newUDPShare(pc.(*net.UDPConn))
+		for _, p := range []string{"udt", "quic"} {
+			var spc net.PacketConn = s.share.udt
+			if p == "quic" {
+				spc = s.share.quic
+			}
+			l, err := listenTransport(p, "", spc, &o.tr)
+			if err != nil {
+				return fail(err)
+			}
+			s.lns[p] = l
 		}
-		s.lns["udt"] = lu
-		lq, err := listenTransport("quic", "", sh.quic, &o.tr)
-		if err != nil {
-			sh.Close()
-			return fail(err)
-		}
-		s.lns["quic"] = closeBoth{lq, sh}
 	case udt || quic:
 		p := "udt"
 		if quic {
@@ -84,21 +89,24 @@ func listen(o *serverOptions) (*server, error) {
 	return s, nil
 }
 
-// closeBoth closes the quic listener, then the shared socket.
-type closeBoth struct {
-	transportListener
-	sh *udpShare
-}
-
-func (c closeBoth) Close() error {
-	err := c.transportListener.Close()
-	c.sh.Close()
-	return err
-}
-
-func (s *server) close() {
+// close closes the listeners, aborts the transfers in progress, and once their goroutines
+// (wait) are done, closes the shared UDP socket: udt's multiplexer must have stopped reading it
+// first (it reads until its last connection is closed).
+func (s *server) close(wait func()) {
+	s.stopping.Store(true)
 	for _, l := range s.lns {
 		l.Close()
+	}
+	s.mu.Lock()
+	for c := range s.active {
+		c.Close()
+	}
+	s.mu.Unlock()
+	if wait != nil {
+		wait()
+	}
+	if s.share != nil {
+		s.share.Close()
 	}
 }
 
@@ -124,6 +132,9 @@ func runServer(o *serverOptions, stdout, stderr io.Writer) error {
 	}
 	s.stdout, s.stderr = stdout, stderr
 	fmt.Fprintf(stderr, "udtperf: listening on %s port %d (%s)\n", hostOf(o.listen), portOf(s.addr()), strings.Join(o.protos, ", "))
+	if fp := quicFingerprint.Load(); fp != nil && slices.Contains(o.protos, "quic") {
+		fmt.Fprintf(stderr, "udtperf: quic certificate (self-signed, new each start) SHA-256 %s\n", *fp)
+	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	return s.serve(ctx)
@@ -190,8 +201,14 @@ func (s *server) serve(ctx context.Context) error {
 					}
 					continue
 				}
+				s.mu.Lock()
+				s.active[c] = true
+				s.mu.Unlock()
 				wg.Go(func() {
 					err := s.handle(c, proto)
+					s.mu.Lock()
+					delete(s.active, c)
+					s.mu.Unlock()
 					if s.o.once {
 						select {
 						case first <- err:
@@ -211,8 +228,7 @@ func (s *server) serve(ctx context.Context) error {
 	case <-ctx.Done():
 	case err = <-first:
 	}
-	s.close()
-	wg.Wait()
+	s.close(wg.Wait)
 	if err == nil {
 		select {
 		case err = <-first:
@@ -279,6 +295,9 @@ func (s *server) handle(c transportConn, proto string) error {
 	row.Intervals = mon.stop()
 	if err != nil {
 		err = explain(err, "client", proto, peer, &s.o.tr)
+		if s.stopping.Load() {
+			err = errors.New("transfer aborted: the server is stopping")
+		}
 		s.logf("%s client %s: %v", proto, peer, err)
 		return err
 	}
