@@ -12,9 +12,9 @@
 //
 // Before anything else the testbed measures its own link and prints measured
 // against set: ping RTT (±5 %), TCP rate at 0 % loss (±5 %; the IP-level rate
-// of a bulk transfer, goodput × MTU/MSS, by iperf3 when installed, else by a
-// built-in sender/receiver whose receive window is clamped between one BDP
-// and BDP + queue) and one-way loss (±30 % relative, counted with
+// of a bulk transfer, goodput × MTU/MSS, by a built-in sender/receiver whose
+// receive window is clamped between one BDP and BDP + queue; -tcp iperf3
+// uses iperf3 instead) and one-way loss (±30 % relative, counted with
 // numbered UDP probes, which must also arrive in order).
 //
 // Usage:
@@ -27,8 +27,9 @@
 // Commands get TESTBED_A and TESTBED_B in their environment (the hosts'
 // addresses) and "{A}" / "{B}" in their arguments are replaced by them. The
 // testbed needs root and iproute2, nftables and iputils-ping (iperf3
-// optional); it removes everything it created on success, error and Ctrl-C,
-// and deletes namespaces left behind by killed runs (udttb-<pid>-…).
+// optional, for -tcp iperf3); it removes everything it created on success,
+// error and Ctrl-C, and deletes namespaces left behind by killed runs
+// (udttb-<pid>-…).
 package main
 
 import (
@@ -59,7 +60,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.cfg.Loss, "loss", 0, "random loss of forwarded packets, percent, per direction")
 	fs.DurationVar(&o.cfg.Queue, "queue", 0, "router buffer toward each host as time at -rate (0 = max(rtt, 20ms))")
 	fs.StringVar(&o.measure, "measure", "full", "self-measurement before the run: full, quick or none")
-	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (iperf3 if installed), iperf3, builtin (window-clamped, SHA-256-checked)")
+	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (= builtin: window-clamped, SHA-256-checked), builtin, iperf3")
 	fs.DurationVar(&o.serverWait, "server-wait", 500*time.Millisecond, "time between starting the server on B and the client on A")
 	fs.BoolVar(&o.matrix.run, "matrix", false, "run the comparison matrix (rate × rtt × loss × protocol)")
 	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, udt and TCP CUBIC")
