@@ -17,7 +17,6 @@ type RecvBuffer struct {
 	st      store
 	n       int // slots
 	payload int
-	lens    []uint16
 	present []uint64 // bitmap by slot
 	head    int      // slot of the read point
 	seq     seqno.Seq
@@ -28,12 +27,12 @@ type RecvBuffer struct {
 }
 
 // NewRecvBuffer returns a receive buffer of capacity packets (at least 1) of
-// up to payload bytes (see [PayloadSize]; at most 65535 and PageSize) whose
+// up to payload bytes (see [PayloadSize]; at most PageSize − 64) whose
 // first packet is isn (the peer's initial sequence number).
 func NewRecvBuffer(capacity, payload int, isn seqno.Seq) *RecvBuffer {
-	payload = max(1, min(payload, 65535, PageSize))
+	payload = max(1, min(payload, maxSlot))
 	n := max(1, min(capacity, 1<<29))
-	b := &RecvBuffer{n: n, payload: payload, lens: make([]uint16, n), present: make([]uint64, (n+63)/64), seq: isn}
+	b := &RecvBuffer{n: n, payload: payload, present: make([]uint64, (n+63)/64), seq: isn}
 	b.st.init(n, payload)
 	return b
 }
@@ -67,8 +66,7 @@ func (b *RecvBuffer) Insert(seq seqno.Seq, payload []byte) error {
 	if b.has(i) {
 		return ErrDuplicate
 	}
-	copy(b.st.acquire(i), payload)
-	b.lens[i] = uint16(len(payload))
+	b.st.put(i, payload)
 	b.present[i>>6] |= 1 << (i & 63)
 	b.stored++
 	if d == b.contig {
@@ -88,7 +86,7 @@ func (b *RecvBuffer) advance() {
 		// Take the whole run of set bits in this word at once.
 		k := min(bits.TrailingZeros64(^w), b.n-i, b.n-b.contig)
 		for j := i; j < i+k; j++ {
-			b.ready += int(b.lens[j])
+			b.ready += b.st.length(j)
 		}
 		b.contig += k
 	}
@@ -101,8 +99,9 @@ func (b *RecvBuffer) Read(p []byte) int {
 	total := 0
 	for len(p) > 0 && b.contig > 0 {
 		i := b.head
-		l := int(b.lens[i])
-		k := copy(p, b.st.bytes(i)[b.off:l])
+		d := b.st.data(i)
+		l := len(d)
+		k := copy(p, d[b.off:])
 		p, total, b.off = p[k:], total+k, b.off+k
 		if b.off < l {
 			break

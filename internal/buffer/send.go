@@ -25,7 +25,6 @@ type SendBuffer struct {
 	st      store
 	n       int       // slots
 	payload int       // bytes per slot
-	lens    []uint16  // bytes in each slot
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)
@@ -36,12 +35,12 @@ type SendBuffer struct {
 
 // NewSendBuffer returns a send buffer of capacity bytes (rounded down to
 // whole packets, at least 1) in packets of payload bytes (see
-// [PayloadSize]; at most 65535 and PageSize) whose first packet will carry
+// [PayloadSize]; at most PageSize − 64) whose first packet will carry
 // sequence number isn.
 func NewSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
-	payload = max(1, min(payload, 65535, PageSize))
+	payload = max(1, min(payload, maxSlot))
 	n := max(1, capacity/payload)
-	b := &SendBuffer{n: n, payload: payload, lens: make([]uint16, n), ack: isn, nextMsg: seqno.FirstMsg}
+	b := &SendBuffer{n: n, payload: payload, ack: isn, nextMsg: seqno.FirstMsg}
 	b.st.init(n, payload)
 	return b
 }
@@ -61,15 +60,14 @@ func (b *SendBuffer) Write(p []byte) int {
 	total := 0
 	if b.used > b.sent { // the last packet is not sent yet: fill it up
 		i := b.slot(b.used - 1)
-		l := int(b.lens[i])
+		l := b.st.length(i)
 		k := copy(b.st.bytes(i)[l:], p)
-		b.lens[i] = uint16(l + k)
+		b.st.setLength(i, l+k)
 		p, total = p[k:], k
 	}
 	for len(p) > 0 && b.used < b.n {
 		i := b.slot(b.used)
-		k := copy(b.st.acquire(i), p)
-		b.lens[i] = uint16(k)
+		k := b.st.put(i, p)
 		b.used++
 		p, total = p[k:], total+k
 	}
@@ -90,7 +88,7 @@ func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bo
 	b.nextMsg = b.nextMsg.Next()
 	seq = b.ack.Add(b.sent)
 	b.sent++
-	return seq, b.st.bytes(i)[:b.lens[i]], msg, true
+	return seq, b.st.data(i), msg, true
 }
 
 // Packet looks up a sent, unacknowledged packet for retransmission. ok is
@@ -102,7 +100,7 @@ func (b *SendBuffer) Packet(seq seqno.Seq) (payload []byte, msg seqno.Msg, ok bo
 		return nil, 0, false
 	}
 	i := b.slot(d)
-	return b.st.bytes(i)[:b.lens[i]], b.msgBefore(b.sent - d), true
+	return b.st.data(i), b.msgBefore(b.sent - d), true
 }
 
 // msgCycle is the length of the message-number cycle 1, 2, …, MaxMsg−1 (see seqno.Msg.Next).
@@ -128,8 +126,7 @@ func (b *SendBuffer) Ack(seq seqno.Seq) (int, error) {
 	}
 	for k := range d {
 		i := b.slot(k)
-		b.bytes -= int(b.lens[i])
-		b.st.release(i)
+		b.bytes -= b.st.free(i)
 	}
 	b.head = b.slot(d)
 	b.used -= d
@@ -161,7 +158,7 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 func (b *SendBuffer) Free() int {
 	f := (b.n - b.used) * b.payload
 	if b.used > b.sent {
-		f += b.payload - int(b.lens[b.slot(b.used-1)])
+		f += b.payload - b.st.length(b.slot(b.used-1))
 	}
 	return f
 }

@@ -93,7 +93,7 @@ func TestSendBufferPages(t *testing.T) {
 	}
 	data := make([]byte, 100*1456)
 	b.Write(data)
-	if h := b.st.held(); h != 3 { // 45 slots per page
+	if h := b.st.held(); h != 3 { // 44 slots per page
 		t.Fatalf("held %d pages", h)
 	}
 	for range 100 {

@@ -17,9 +17,14 @@ type page [PageSize]byte
 var pagePool = sync.Pool{New: func() any { return new(page) }}
 
 // store maps slot indexes [0, n) to fixed-size byte slots on lazily held
-// pages, counting live slots per page.
+// pages, counting live slots per page. A page starts with the 2-byte lengths
+// of its slots, padded to 64 bytes, followed by the slots themselves (aligned
+// as the slot size allows, for fast copies), so a buffer's per-slot metadata
+// lives in the pages too: an idle buffer holds only the page table (a pointer
+// and a count per page).
 type store struct {
-	slot    int
+	slot    int // payload bytes per slot
+	hdr     int // bytes of the length table at the start of each page
 	perPage int
 	recip   uint64 // ⌈2^64/perPage⌉ (0 when perPage is 1): slot → page without a division
 	pages   []*page
@@ -27,9 +32,26 @@ type store struct {
 	spare   *page // one freed page kept back to avoid pool churn at page boundaries
 }
 
+// lenSize is the size of a slot's length in the page's length table, which is
+// padded to a multiple of hdrAlign bytes.
+const (
+	lenSize  = 2
+	hdrAlign = 64
+)
+
+// maxSlot is the largest slot size: one slot and its length table fill a page.
+const maxSlot = PageSize - hdrAlign
+
+// hdrSize is the padded size of the length table of k slots.
+func hdrSize(k int) int { return (k*lenSize + hdrAlign - 1) / hdrAlign * hdrAlign }
+
 func (s *store) init(n, slot int) {
 	s.slot = slot
-	s.perPage = PageSize / slot
+	s.perPage = (PageSize - hdrAlign) / slot // an upper bound; shrink until the table fits
+	for s.perPage > 1 && hdrSize(s.perPage)+s.perPage*slot > PageSize {
+		s.perPage--
+	}
+	s.hdr = hdrSize(s.perPage)
 	s.recip = 0
 	if s.perPage > 1 {
 		s.recip = ^uint64(0)/uint64(s.perPage) + 1
@@ -50,16 +72,43 @@ func (s *store) pageOf(i int) int {
 	return int(hi)
 }
 
-// bytes returns slot i's full-size storage; its page must be held.
-func (s *store) bytes(i int) []byte {
+// loc returns slot i's page and its index k on the page; the page must be held. The slot's
+// length is at 2k, its bytes at hdr + k·slot.
+func (s *store) loc(i int) (*page, int) {
 	p := s.pageOf(i)
-	o := (i - p*s.perPage) * s.slot
-	return s.pages[p][o : o+s.slot : o+s.slot]
+	return s.pages[p], i - p*s.perPage
 }
 
-// acquire marks slot i live, taking its page if needed, and returns its
-// storage.
-func (s *store) acquire(i int) []byte {
+// bytes returns slot i's full-size storage; its page must be held.
+func (s *store) bytes(i int) []byte {
+	pg, k := s.loc(i)
+	o := s.hdr + k*s.slot
+	return pg[o : o+s.slot : o+s.slot]
+}
+
+// data returns slot i's first length() bytes; its page must be held.
+func (s *store) data(i int) []byte {
+	pg, k := s.loc(i)
+	n := int(pg[2*k]) | int(pg[2*k+1])<<8
+	o := s.hdr + k*s.slot
+	return pg[o : o+n : o+s.slot]
+}
+
+// length returns the length recorded for slot i; its page must be held.
+func (s *store) length(i int) int {
+	pg, k := s.loc(i)
+	return int(pg[2*k]) | int(pg[2*k+1])<<8
+}
+
+// setLength records the length of slot i (≤ slot); its page must be held.
+func (s *store) setLength(i, n int) {
+	pg, k := s.loc(i)
+	pg[2*k], pg[2*k+1] = byte(n), byte(n>>8)
+}
+
+// acquire marks slot i live, taking its page if needed, and returns its page
+// and index on the page (as loc). The caller must then set its length.
+func (s *store) acquire(i int) (*page, int) {
 	p := s.pageOf(i)
 	if s.pages[p] == nil {
 		if s.spare != nil {
@@ -69,12 +118,32 @@ func (s *store) acquire(i int) []byte {
 		}
 	}
 	s.live[p]++
-	return s.bytes(i)
+	return s.pages[p], i - p*s.perPage
+}
+
+// put acquires slot i, copies as much of p as fits into it, records that length and returns it.
+func (s *store) put(i int, p []byte) int {
+	pg, k := s.acquire(i)
+	o := s.hdr + k*s.slot
+	n := copy(pg[o:o+s.slot], p)
+	pg[2*k], pg[2*k+1] = byte(n), byte(n>>8)
+	return n
+}
+
+// free releases slot i and returns the length it held.
+func (s *store) free(i int) int {
+	p := s.pageOf(i)
+	k := 2 * (i - p*s.perPage)
+	n := int(s.pages[p][k]) | int(s.pages[p][k+1])<<8
+	s.releasePage(p)
+	return n
 }
 
 // release marks slot i free and gives its page back when no slot in it is live.
-func (s *store) release(i int) {
-	p := s.pageOf(i)
+func (s *store) release(i int) { s.releasePage(s.pageOf(i)) }
+
+// releasePage marks one slot of page p free and gives the page back when no slot in it is live.
+func (s *store) releasePage(p int) {
 	if s.live[p]--; s.live[p] == 0 {
 		if s.spare == nil {
 			s.spare = s.pages[p]

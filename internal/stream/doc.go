@@ -4,9 +4,11 @@
 // the connection timers (ACK, periodic NAK, retransmission, keep-alive, dead peer), as the UDT4
 // spec (../shared/udt4-spec.md §2, §4, §6) describes them, with the departures listed below.
 //
-// Building blocks: internal/packet (codec), internal/seqno, internal/losslist (both loss lists),
+// Building blocks: internal/packet (codec), internal/seqno (sequence and message numbers),
+// internal/buffer (send and receive buffers), internal/losslist (both loss lists),
 // internal/arrival (receive speed and packet-pair capacity, sender smoothing), internal/rtt (ACK
-// history for ACK2), pacer.Scheduler (departure schedule) and a congestion.Controller.
+// history for ACK2, RTT estimator), pacer.Scheduler (departure schedule) and a
+// congestion.Controller.
 //
 // # Boundary with conn
 //
@@ -59,16 +61,20 @@
 //     timeout that tells the controller (OnTimeout): the second probes again, the third and later
 //     re-queue every unacknowledged packet (UDT4's go-back-N, for peers that do not re-report
 //     losses). A controller's RTO replaces both intervals.
-//   - Keep-alive: sent when nothing was sent for min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends one
-//     per EXP expiry while idle, about every 0.3 s). An idle connection then also trims its
-//     buffers' memory.
+//   - Keep-alive: sent when nothing was sent for T = min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends
+//     one per EXP expiry while idle, about every 0.3 s). A keep-alive from the peer is answered at
+//     once when nothing was sent for 3T/4, after which our own timer allows T/4 of grace: the two
+//     ends settle into one leading and one answering, so an idle pair costs one timer wakeup per
+//     T instead of two, with the same packets; each end still sends at least every 1.25·T
+//     (timers.go gives the reasoning and bounds). An idle connection also returns its buffers'
+//     spare pages then.
 //   - Dead peer: when nothing at all has been received for IdleTimeout, the connection breaks with a
 //     *PeerIdleError (a net.Error whose Timeout() is true). UDT4 also requires 16 EXP expiries, which
 //     stretches its detection to ≈ 46 s; here IdleTimeout alone decides, by when at least 8
 //     keep-alives or retransmissions have gone unanswered.
 //
-// An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers: one wakeup
-// per second.
+// An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers: at most one
+// wakeup per second, and none at the answering end of an idle pair.
 //
 // # Departures from UDT 4.11 (spec §9.6 and the issue)
 //

@@ -71,6 +71,8 @@ type Endpoint struct {
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)
 	lastRecv   time.Duration // anything received from the peer
 	lastSend   time.Duration // anything sent to the peer
+	kaReplied  time.Duration // when we last answered the peer's keep-alive (see keepAliveDue)
+	kaTimer    time.Duration // when our keep-alive timer last sent one
 	err        error
 	peerClosed bool
 	closed     bool
@@ -122,6 +124,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.acks = rtt.NewHistory(ackHistory)
 
 	e.lastRecv, e.lastSend = t, t
+	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
@@ -280,6 +283,7 @@ func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
 	switch typ, _ := packet.Type(b); typ {
 	case packet.TypeKeepAlive:
 		e.stats.KeepAliveRecv++
+		e.answerKeepAlive(t)
 	case packet.TypeACK:
 		if !e.onACK(t, now, b) {
 			return

@@ -5,28 +5,29 @@ import "time"
 // Stats are the connection's counters, after UDT4's perfmon (spec §7.4), plus byte counts and
 // drops by reason. Counters are totals since New.
 type Stats struct {
-	PktSent       uint64 // data packets sent, retransmissions included (pktSentTotal)
-	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)
-	PktRetrans    uint64 // data packets retransmitted (pktRetransTotal)
-	PktRecvFilled uint64 // received packets that filled a gap (retransmitted or reordered)
-	SndLoss       uint64 // packets the peer reported lost (pktSndLossTotal)
-	RcvLoss       uint64 // packets detected missing here (pktRcvLossTotal)
-	ACKSent       uint64 // full and medium ACKs sent (pktSentACKTotal)
-	ACKRecv       uint64 // full and medium ACKs received (pktRecvACKTotal)
-	LightACKSent  uint64
-	LightACKRecv  uint64
-	WindowUpdates uint64 // ACKs sent because Read freed receive buffer
-	NAKSent       uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
-	NAKPeriodic   uint64 // NAK packets sent by the periodic re-report
-	NAKRecv       uint64 // NAK packets accepted (pktRecvNAKTotal)
-	ACK2Sent      uint64
-	ACK2Recv      uint64
-	KeepAliveSent uint64
-	KeepAliveRecv uint64
-	CtrlSent      uint64 // control packets of every type sent
-	Probes        uint64 // tail-loss probes (first timer expiry without ACK progress)
-	Timeouts      uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
-	EncodeErrors  uint64 // control packets our encoder refused (a bug if non-zero)
+	PktSent          uint64 // data packets sent, retransmissions included (pktSentTotal)
+	PktRecv          uint64 // data packets received, duplicates included (pktRecvTotal)
+	PktRetrans       uint64 // data packets retransmitted (pktRetransTotal)
+	PktRecvFilled    uint64 // received packets that filled a gap (retransmitted or reordered)
+	SndLoss          uint64 // packets the peer reported lost (pktSndLossTotal)
+	RcvLoss          uint64 // packets detected missing here (pktRcvLossTotal)
+	ACKSent          uint64 // full and medium ACKs sent (pktSentACKTotal)
+	ACKRecv          uint64 // full and medium ACKs received (pktRecvACKTotal)
+	LightACKSent     uint64
+	LightACKRecv     uint64
+	WindowUpdates    uint64 // ACKs sent because Read freed receive buffer
+	NAKSent          uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
+	NAKPeriodic      uint64 // NAK packets sent by the periodic re-report
+	NAKRecv          uint64 // NAK packets accepted (pktRecvNAKTotal)
+	ACK2Sent         uint64
+	ACK2Recv         uint64
+	KeepAliveSent    uint64
+	KeepAliveRecv    uint64
+	KeepAliveAnswers uint64 // keep-alives sent in answer to the peer's (included in KeepAliveSent)
+	CtrlSent         uint64 // control packets of every type sent
+	Probes           uint64 // tail-loss probes (first timer expiry without ACK progress)
+	Timeouts         uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
+	EncodeErrors     uint64 // control packets our encoder refused (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer

@@ -1,0 +1,124 @@
+package stream
+
+import (
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/internal/packet"
+)
+
+func isKeepAlive(b []byte) bool {
+	typ, err := packet.Type(b)
+	return err == nil && packet.IsControl(b) && typ == packet.TypeKeepAlive
+}
+
+// idlePair returns a pair that has transferred some data and then idled for 10 s, so that the
+// keep-alive phases have settled.
+func idlePair(t *testing.T, seed uint64, delay time.Duration) *link {
+	t.Helper()
+	l := newLink(seed, linkRules{delay: delay}, linkRules{delay: delay})
+	newPair(l, pairOpts{isnA: 7, isnB: 1<<31 - 100})
+	transfer(t, l, 100_000, false, time.Minute)
+	l.run([2]*app{}, l.now.Add(10*time.Second), func() bool { return false })
+	return l
+}
+
+// recordSends makes rules[i] record the virtual time of every packet endpoint i sends, passing
+// through those that drop (if non-nil) does not drop.
+func recordSends(l *link, i int, times *[]time.Time, drop func([]byte) bool) {
+	l.rules[i].drop = func(b []byte) bool {
+		*times = append(*times, l.now)
+		return drop != nil && drop(b)
+	}
+}
+
+func maxGap(times []time.Time) time.Duration {
+	var g time.Duration
+	for k := 1; k < len(times); k++ {
+		g = max(g, times[k].Sub(times[k-1]))
+	}
+	return g
+}
+
+// When the leading end's keep-alives stop arriving, the answering end's own timer takes over: it
+// never stays silent for more than 1.25 keep-alive intervals. (It breaks after IdleTimeout, as
+// the leader sends nothing else.)
+func TestKeepAliveAnswererFallsBack(t *testing.T) {
+	l := idlePair(t, 21, time.Millisecond)
+	leader := 0
+	if l.ep[1].Stats().KeepAliveAnswers < l.ep[0].Stats().KeepAliveAnswers {
+		leader = 1
+	}
+	f := l.ep[1-leader]
+	if f.Stats().KeepAliveAnswers < 5 {
+		t.Fatalf("no phase lock after 10 s idle: answers %d/%d", l.ep[0].Stats().KeepAliveAnswers, l.ep[1].Stats().KeepAliveAnswers)
+	}
+	var times []time.Time
+	recordSends(l, leader, new([]time.Time), isKeepAlive) // the leader's keep-alives are all lost
+	recordSends(l, 1-leader, &times, nil)
+	answers := f.Stats().KeepAliveAnswers
+	start := l.now
+	l.run([2]*app{}, start.Add(9*time.Second), func() bool { return false })
+	if l.ep[0].Err() != nil || l.ep[1].Err() != nil {
+		t.Fatal("broke before IdleTimeout")
+	}
+	if f.Stats().KeepAliveAnswers > answers+1 { // one may have been in flight
+		t.Fatal("answered keep-alives that never arrived")
+	}
+	times = append([]time.Time{start}, times...)
+	if g := maxGap(times); g > f.kaInterval*5/4+time.Millisecond || len(times) < 7 {
+		t.Fatalf("answering end sent %d packets in 9 s, longest gap %v (interval %v)", len(times)-1, g, f.kaInterval)
+	}
+	if !l.run([2]*app{}, start.Add(20*time.Second), func() bool { return f.Err() != nil }) {
+		t.Fatal("no dead-peer detection")
+	}
+	if l.ep[leader].Err() != nil {
+		t.Fatalf("the leader, which still hears keep-alives, broke: %v", l.ep[leader].Err())
+	}
+}
+
+// With an RTT longer than the keep-alive interval both ends may answer each other's answers, but
+// never more often than every 3/4 interval: at most 4/3 of the timer rate, no storm.
+func TestKeepAliveLongRTTNoStorm(t *testing.T) {
+	l := idlePair(t, 22, 700*time.Millisecond)
+	sent0 := l.sent
+	l.run([2]*app{}, l.now.Add(60*time.Second), func() bool { return false })
+	for i, e := range l.ep {
+		if e.Err() != nil {
+			t.Fatalf("endpoint %d broke: %v", i, e.Err())
+		}
+		n := l.sent[i] - sent0[i]
+		if n < 45 || n > 60*4/3+2 {
+			t.Errorf("endpoint %d sent %d packets in 60 s idle at 1.4 s RTT", i, n)
+		}
+	}
+	t.Logf("1.4 s RTT, 60 s idle: packets %v, answers %d/%d", [2]int{l.sent[0] - sent0[0], l.sent[1] - sent0[1]},
+		l.ep[0].Stats().KeepAliveAnswers, l.ep[1].Stats().KeepAliveAnswers)
+}
+
+// A UDT4 peer sends a keep-alive about every 0.31 s while idle (spec §4.5). We answer about one
+// in three, so we send about one packet per keep-alive interval and our timer never fires.
+func TestKeepAliveUDT4Peer(t *testing.T) {
+	now := time.Unix(1000, 0)
+	var c capture
+	e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Output: c.output, Start: now}, now)
+	ka := ctrlPkt(packet.TypeKeepAlive, 0, 5, 0)
+	wakes := 0
+	end := now.Add(60 * time.Second)
+	for next := now.Add(310 * time.Millisecond); now.Before(end); {
+		if tm := e.NextTimer(); tm.Before(next) {
+			now = tm
+			wakes++
+			e.OnTimer(now)
+			continue
+		}
+		now = next
+		e.HandlePacket(now, ka)
+		next = now.Add(310 * time.Millisecond)
+	}
+	sent := len(c.take())
+	if e.Err() != nil || sent < 55 || sent > 70 || e.Stats().KeepAliveAnswers < uint64(sent)-2 {
+		t.Fatalf("err %v, sent %d, answers %d, timer wakes %d", e.Err(), sent, e.Stats().KeepAliveAnswers, wakes)
+	}
+	t.Logf("UDT4-like peer: %d keep-alives sent in 60 s (%d answers), %d timer wakes", sent, e.Stats().KeepAliveAnswers, wakes)
+}
