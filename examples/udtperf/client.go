@@ -83,6 +83,9 @@ func openSource(path string) (*os.File, int64, error) {
 // clientTransfer connects, sends the hello and runs the transfer; errors are phrased for users.
 func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags, h *hello, src io.Reader,
 	out *outputFlags, stdout, stderr io.Writer, label, prefix string) (Row, error) {
+	if proto == "quic" {
+		addr = quicAddr(addr)
+	}
 	c, err := dialTransport(ctx, proto, addr, tr)
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {

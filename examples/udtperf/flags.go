@@ -204,8 +204,8 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	o.out.register(fs, 0)
 	o.tr.pacer = pacer.DefaultWaiter
 	o.tr.register(fs, "udt pacer backend when this server sends (-reverse clients): "+strings.Join(pacer.WaiterNames(), ", "))
-	fs.StringVar(&o.listen, "listen", ":9000", "address to listen on (udt and quic on UDP, tcp on TCP)")
-	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to serve, comma-separated (udt and quic share the UDP port)")
+	fs.StringVar(&o.listen, "listen", ":9000", "address HOST:PORT to listen on (empty HOST: all addresses)")
+	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to serve, comma-separated (udt on UDP PORT, tcp on TCP PORT, quic on UDP PORT+1)")
 	fs.StringVar(&o.dir, "dir", "", "store files sent with -file in this directory (file uploads are refused without it)")
 	fs.BoolVar(&o.force, "force", false, "overwrite existing files in -dir")
 	fs.BoolVar(&o.once, "once", false, "exit after the first transfer")
@@ -237,7 +237,7 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	o.tr.pacer = pacer.DefaultWaiter
 	o.tr.register(fs, "udt pacer backend: "+strings.Join(pacer.WaiterNames(), ", "))
 	o.limit.register(fs, 10*time.Second, "")
-	fs.StringVar(&o.connect, "connect", "", "server address HOST:PORT (required)")
+	fs.StringVar(&o.connect, "connect", "", "server address HOST:PORT as given to its -listen (required; quic goes to PORT+1)")
 	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
 	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
 	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")

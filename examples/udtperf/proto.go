@@ -83,17 +83,11 @@ func dialTransport(ctx context.Context, proto, addr string, tr *transportFlags) 
 	return nil, fmt.Errorf("unknown protocol %q", proto)
 }
 
-// listenTransport opens a listener for proto; pc, when not nil, is the UDP socket to use.
-func listenTransport(proto, addr string, pc net.PacketConn, tr *transportFlags) (transportListener, error) {
+// listenTransport opens a listener for proto.
+func listenTransport(proto, addr string, tr *transportFlags) (transportListener, error) {
 	switch proto {
 	case "udt":
-		var l *conn.Listener
-		var err error
-		if pc != nil {
-			l, err = conn.NewListener(pc, udtConfig(tr))
-		} else {
-			l, err = conn.Listen("udp", addr, udtConfig(tr))
-		}
+		l, err := conn.Listen("udp", addr, udtConfig(tr))
 		if err != nil {
 			return nil, err
 		}
@@ -105,7 +99,7 @@ func listenTransport(proto, addr string, pc net.PacketConn, tr *transportFlags) 
 		}
 		return tcpListener{l.(*net.TCPListener), tr.idle}, nil
 	case "quic":
-		return listenQUIC(addr, pc, tr)
+		return listenQUIC(addr, tr)
 	}
 	return nil, fmt.Errorf("unknown protocol %q", proto)
 }

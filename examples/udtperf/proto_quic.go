@@ -74,43 +74,71 @@ func clientTLS() *tls.Config {
 	return &tls.Config{InsecureSkipVerify: true, NextProtos: []string{alpn}, MinVersion: tls.VersionTLS13}
 }
 
-func dialQUIC(ctx context.Context, addr string, tr *transportFlags) (transportConn, error) {
-	c, err := quic.DialAddr(ctx, addr, clientTLS(), quicConfig(tr))
+// newQUICTransport opens a UDP socket and a quic.Transport on it. udtperf owns both so that
+// Close can wait until quic-go's goroutines are gone (quic.DialAddr and quic.ListenAddr close
+// their transports in the background). quic-go uses GSO, GRO and ECN on the *net.UDPConn.
+func newQUICTransport(laddr *net.UDPAddr) (*quic.Transport, error) {
+	udp, err := net.ListenUDP("udp", laddr)
 	if err != nil {
+		return nil, err
+	}
+	return &quic.Transport{Conn: udp}, nil
+}
+
+// closeQUICTransport stops t (waiting for its reader) and closes its socket.
+func closeQUICTransport(t *quic.Transport) {
+	t.Close()
+	t.Conn.Close()
+}
+
+func dialQUIC(ctx context.Context, addr string, tr *transportFlags) (transportConn, error) {
+	raddr, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	t, err := newQUICTransport(&net.UDPAddr{})
+	if err != nil {
+		return nil, err
+	}
+	c, err := t.Dial(ctx, raddr, clientTLS(), quicConfig(tr))
+	if err != nil {
+		closeQUICTransport(t)
 		return nil, err
 	}
 	s, err := c.OpenStreamSync(ctx)
 	if err != nil {
 		c.CloseWithError(1, "no stream")
+		closeQUICTransport(t)
 		return nil, err
 	}
-	return &quicConn{c: c, s: s}, nil
+	return &quicConn{c: c, s: s, t: t}, nil
 }
 
 type quicListener struct {
-	l  *quic.Listener
-	tr *quic.Transport // nil when the listener owns its socket
+	l *quic.Listener
+	t *quic.Transport
 }
 
-func listenQUIC(addr string, pc net.PacketConn, tr *transportFlags) (transportListener, error) {
+func listenQUIC(addr string, tr *transportFlags) (transportListener, error) {
 	tlsConf, fp, err := serverTLS()
 	if err != nil {
 		return nil, err
 	}
 	quicFingerprint.Store(&fp)
-	if pc == nil {
-		l, err := quic.ListenAddr(addr, tlsConf, quicConfig(tr))
-		if err != nil {
-			return nil, err
-		}
-		return quicListener{l: l}, nil
-	}
-	t := &quic.Transport{Conn: pc}
-	l, err := t.Listen(tlsConf, quicConfig(tr))
+	laddr, err := net.ResolveUDPAddr("udp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return quicListener{l: l, tr: t}, nil
+	t, err := newQUICTransport(laddr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := t.Listen(tlsConf, quicConfig(tr))
+	if err != nil {
+		closeQUICTransport(t)
+		return nil, err
+	}
+	return quicListener{l, t}, nil
 }
 
 func (l quicListener) Accept(ctx context.Context) (transportConn, error) {
@@ -135,11 +163,11 @@ func (l quicListener) Accept(ctx context.Context) (transportConn, error) {
 
 func (l quicListener) Addr() net.Addr { return l.l.Addr() }
 
+// Close stops accepting; connections in progress are closed by their owners first (the server
+// does), or end abruptly here.
 func (l quicListener) Close() error {
 	err := l.l.Close()
-	if l.tr != nil {
-		l.tr.Close()
-	}
+	closeQUICTransport(l.t)
 	return err
 }
 
@@ -147,6 +175,7 @@ func (l quicListener) Close() error {
 type quicConn struct {
 	c *quic.Conn
 	s *quic.Stream
+	t *quic.Transport // the client's own transport, closed with the connection; nil on the server
 }
 
 func (q *quicConn) Read(p []byte) (int, error)        { return q.s.Read(p) }
@@ -157,7 +186,11 @@ func (q *quicConn) RemoteAddr() net.Addr              { return q.c.RemoteAddr() 
 
 func (q *quicConn) Close() error {
 	q.s.Close()
-	return q.c.CloseWithError(0, "")
+	err := q.c.CloseWithError(0, "")
+	if q.t != nil {
+		closeQUICTransport(q.t)
+	}
+	return err
 }
 
 func (q *quicConn) Stats(sender bool) linkStats {

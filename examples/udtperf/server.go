@@ -24,7 +24,7 @@ const selfServerCmd = "_selfserver"
 type server struct {
 	o      *serverOptions
 	lns    map[string]transportListener
-	share  *udpShare // the UDP socket udt and quic share, if they do
+	port   int // the base port: udt (UDP) and tcp; quic on port+quicPortOffset
 	stdout io.Writer
 	stderr io.Writer
 	outMu  sync.Mutex
@@ -34,64 +34,81 @@ type server struct {
 	stopping atomic.Bool            // close has begun: errors of aborted transfers are expected
 }
 
-// listen opens the listeners: udt and quic on one UDP port (shared by peer address when both
-// are served), tcp on the same port number.
-func listen(o *serverOptions) (*server, error) {
-	s := &server{o: o, lns: map[string]transportListener{}, active: map[transportConn]bool{}}
-	fail := func(err error) (*server, error) {
-		s.close(nil)
-		return nil, err
+// quicPortOffset: quic is served on UDP port PORT+1, next to udt's UDP port PORT, so that each
+// has a socket of its own with its batched I/O (GSO, GRO, recvmmsg; a socket shared by peer
+// address would cost udt its batching). The client adds it for -proto quic.
+const quicPortOffset = 1
+
+// quicAddr is the quic address of a server at addr.
+func quicAddr(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
 	}
-	udt, quic, tcp := slices.Contains(o.protos, "udt"), slices.Contains(o.protos, "quic"), slices.Contains(o.protos, "tcp")
-	addr := o.listen
-	switch {
-	case udt && quic:
-		pc, err := net.ListenPacket("udp", addr)
+	p, err := net.LookupPort("udp", port)
+	if err != nil {
+		return addr
+	}
+	return net.JoinHostPort(host, strconv.Itoa(p+quicPortOffset))
+}
+
+// listen opens the listeners: udt on UDP port PORT, tcp on TCP port PORT, quic on UDP port
+// PORT+1. With port 0 it finds a PORT whose neighbour is free as well.
+func listen(o *serverOptions) (*server, error) {
+	host, portStr, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("bad -listen %q: %v", o.listen, err)
+	}
+	port, err := net.LookupPort("udp", portStr)
+	if err != nil || port > 65535-quicPortOffset {
+		return nil, fmt.Errorf("bad -listen port %q", portStr)
+	}
+	if port != 0 {
+		return listenAt(o, host, port)
+	}
+	for range 20 {
+		if s, err2 := listenAt(o, host, 0); err2 == nil {
+			return s, nil
+		} else {
+			err = err2
+		}
+	}
+	return nil, err
+}
+
+func listenAt(o *serverOptions, host string, port int) (*server, error) {
+	s := &server{o: o, lns: map[string]transportListener{}, active: map[transportConn]bool{}, port: port}
+	for _, p := range protocols {
+		if !slices.Contains(o.protos, p) {
+			continue
+		}
+		pp := s.port
+		if p == "quic" && s.port != 0 {
+			pp += quicPortOffset
+		}
+		addr := net.JoinHostPort(host, strconv.Itoa(pp))
+		l, err := listenTransport(p, addr, &o.tr)
 		if err != nil {
-			return fail(fmt.Errorf("cannot listen on udp %s: %v", addr, err))
-		}
-		s.share = newUDPShare(pc.(*net.UDPConn))
-		for _, p := range []string{"udt", "quic"} {
-			var spc net.PacketConn = s.share.udt
-			if p == "quic" {
-				spc = s.share.quic
+			s.close(nil)
+			nw := "udp"
+			if p == "tcp" {
+				nw = "tcp"
 			}
-			l, err := listenTransport(p, "", spc, &o.tr)
-			if err != nil {
-				return fail(err)
-			}
-			s.lns[p] = l
-		}
-	case udt || quic:
-		p := "udt"
-		if quic {
-			p = "quic"
-		}
-		l, err := listenTransport(p, addr, nil, &o.tr)
-		if err != nil {
-			return fail(fmt.Errorf("cannot listen on udp %s: %v", addr, err))
+			return nil, fmt.Errorf("cannot listen for %s on %s %s: %v", p, nw, addr, err)
 		}
 		s.lns[p] = l
-	}
-	if tcp {
-		taddr := addr
-		for _, l := range s.lns { // the UDP port, when ":0" picked one
-			host, _, _ := net.SplitHostPort(addr)
-			taddr = net.JoinHostPort(host, strconv.Itoa(portOf(l.Addr())))
-			break
+		if s.port == 0 {
+			s.port = portOf(l.Addr())
+			if p == "quic" {
+				s.port -= quicPortOffset
+			}
 		}
-		l, err := listenTransport("tcp", taddr, nil, &o.tr)
-		if err != nil {
-			return fail(fmt.Errorf("cannot listen on tcp %s: %v", taddr, err))
-		}
-		s.lns["tcp"] = l
 	}
 	return s, nil
 }
 
-// close closes the listeners, aborts the transfers in progress, and once their goroutines
-// (wait) are done, closes the shared UDP socket: udt's multiplexer must have stopped reading it
-// first (it reads until its last connection is closed).
+// close closes the listeners and aborts the transfers in progress, then waits for their
+// goroutines (wait).
 func (s *server) close(wait func()) {
 	s.stopping.Store(true)
 	for _, l := range s.lns {
@@ -105,19 +122,12 @@ func (s *server) close(wait func()) {
 	if wait != nil {
 		wait()
 	}
-	if s.share != nil {
-		s.share.Close()
-	}
 }
 
-// addr is the address clients connect to.
-func (s *server) addr() net.Addr {
-	for _, p := range protocols {
-		if l, ok := s.lns[p]; ok {
-			return l.Addr()
-		}
-	}
-	return nil
+// addr is the address clients connect to (quic: its port + quicPortOffset).
+func (s *server) addr() string {
+	host, _, _ := net.SplitHostPort(s.o.listen)
+	return net.JoinHostPort(host, strconv.Itoa(s.port))
 }
 
 func runServer(o *serverOptions, stdout, stderr io.Writer) error {
@@ -131,7 +141,17 @@ func runServer(o *serverOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.stdout, s.stderr = stdout, stderr
-	fmt.Fprintf(stderr, "udtperf: listening on %s port %d (%s)\n", hostOf(o.listen), portOf(s.addr()), strings.Join(o.protos, ", "))
+	var served []string
+	for _, p := range protocols {
+		if slices.Contains(o.protos, p) {
+			port := s.port
+			if p == "quic" {
+				port += quicPortOffset
+			}
+			served = append(served, fmt.Sprintf("%s on %d", p, port))
+		}
+	}
+	fmt.Fprintf(stderr, "udtperf: listening on %s port %d (%s)\n", hostOf(o.listen), s.port, strings.Join(served, ", "))
 	if fp := quicFingerprint.Load(); fp != nil && slices.Contains(o.protos, "quic") {
 		fmt.Fprintf(stderr, "udtperf: quic certificate (self-signed, new each start) SHA-256 %s\n", *fp)
 	}
@@ -169,7 +189,7 @@ func runSelfServer(o *serverOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.stdout, s.stderr = io.Discard, stderr
-	fmt.Fprintln(stdout, s.addr().String())
+	fmt.Fprintln(stdout, s.addr())
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
 	}
