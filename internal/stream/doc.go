@@ -63,18 +63,18 @@
 //     losses). A controller's RTO replaces both intervals.
 //   - Keep-alive: sent when nothing was sent for T = min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends
 //     one per EXP expiry while idle, about every 0.3 s). A keep-alive from the peer is answered at
-//     once when nothing was sent for 3T/4, after which our own timer allows T/4 of grace: the two
-//     ends settle into one leading and one answering, so an idle pair costs one timer wakeup per
-//     T instead of two, with the same packets; each end still sends at least every 1.25·T
-//     (timers.go gives the reasoning and bounds). An idle connection also returns its buffers'
-//     spare pages then.
+//     once when nothing was sent for 3T/4, after which our own timer waits 2T: the two ends settle
+//     into one leading and one answering, so an idle pair costs about 1.5 timer wakeups per T
+//     instead of two, with the same packets; each end still sends at least every 2T (timers.go
+//     gives the reasoning and bounds). An idle connection also returns its buffers' spare pages
+//     then.
 //   - Dead peer: when nothing at all has been received for IdleTimeout, the connection breaks with a
 //     *PeerIdleError (a net.Error whose Timeout() is true). UDT4 also requires 16 EXP expiries, which
 //     stretches its detection to ≈ 46 s; here IdleTimeout alone decides, by when at least 8
 //     keep-alives or retransmissions have gone unanswered.
 //
 // An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers: at most one
-// wakeup per second, and none at the answering end of an idle pair.
+// wakeup per second.
 //
 // # Departures from UDT 4.11 (spec §9.6 and the issue)
 //

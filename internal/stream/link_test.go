@@ -79,6 +79,22 @@ type link struct {
 	wakes     [2]int                     // OnTimer calls per endpoint
 	delivered [2]time.Time               // last delivery to each endpoint
 	inject    func(i int, now time.Time) // called every step, may feed packets to ep[i]
+	// lazy arms timers as conn does: moved only earlier after engine calls, re-read when they
+	// fire (a pacer ignores later times), so a postponed deadline still wakes the endpoint.
+	lazy  bool
+	armed [2]time.Time
+}
+
+// timerAt returns when endpoint i's timer wakes it next.
+func (l *link) timerAt(i int) time.Time {
+	nt := l.ep[i].NextTimer()
+	if !l.lazy {
+		return nt
+	}
+	if l.armed[i].IsZero() || (!nt.IsZero() && nt.Before(l.armed[i])) {
+		l.armed[i] = nt
+	}
+	return l.armed[i]
 }
 
 func newLink(seed uint64, r0, r1 linkRules) *link {
@@ -199,11 +215,11 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 		if len(l.q) > 0 && l.q[0].at.Before(next) {
 			next = l.q[0].at
 		}
-		for _, e := range l.ep {
+		for i, e := range l.ep {
 			if d := e.Departure(); !d.IsZero() && d.Before(next) {
 				next = d
 			}
-			if d := e.NextTimer(); !d.IsZero() && d.Before(next) {
+			if d := l.timerAt(i); !d.IsZero() && d.Before(next) {
 				next = d
 			}
 		}
@@ -229,9 +245,10 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 		}
 		// Timers and departures.
 		for i, e := range l.ep {
-			if d := e.NextTimer(); !d.IsZero() && !d.After(l.now) {
+			if d := l.timerAt(i); !d.IsZero() && !d.After(l.now) {
 				l.wakes[i]++
 				e.OnTimer(l.now)
+				l.armed[i] = e.NextTimer()
 			}
 			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {
 				n, _ := e.Release(l.now, bufs)

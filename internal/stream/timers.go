@@ -48,32 +48,32 @@ func (e *Endpoint) OnTimer(now time.Time) {
 // Keep-alives (spec §2.2, §4.5; SRT's 1 s period, spec §9.5).
 //
 // Each end must hear from the other within the other's idle timeout (ours: IdleTimeout, 10 s by
-// default; UDT4's: ≈ 46 s, spec §4.5), so each end must send something at least every interval
-// T = min(1 s, IdleTimeout/8), whatever the other end does: skipping our keep-alive because we
-// heard one is not safe. What can be saved is the timer wakeup. Left alone, two idle ends each
-// wake every T on their own schedule: per pair and interval, two timer wakeups, two keep-alives
-// sent, two received. Instead, an end that receives a keep-alive while it has sent nothing for
-// 3T/4 answers it at once, from the receive path, and its own keep-alive timer then allows T/4 of
-// grace (the peer's next keep-alive arrives about T after our answer: without the grace both
-// would race). When both timers fire about together (the keep-alives cross: the peer's arrives
-// within 3T/4 of our own), the end with the lower socket ID takes the T/4 grace once, so that the
-// peer's next keep-alive arrives before its timer. The ends thus settle into one leading (timer)
-// and one answering: per pair and interval, one timer wakeup instead of two, with the same two
-// packets.
+// default; UDT4's: ≈ 46 s, spec §4.5), so each end must keep sending while idle, whatever the
+// other end does: skipping our keep-alive because we heard one would leave the peer deaf. With
+// T = min(1 s, IdleTimeout/8), two ends left alone each wake every T on their own schedule: per
+// pair and interval, two timer wakeups, two keep-alives sent, two received. What can be saved is
+// a timer wakeup, so an end that receives a keep-alive while it has sent nothing for 3T/4
+// answers it at once, from the receive path, and its own keep-alive timer then waits 2T instead
+// of T (a fallback for when the peer's keep-alives stop). The ends settle into one leading, on
+// its timer every T, and one answering, whose timer (re-armed lazily: a pacer ignores later
+// times, so a stale deadline still wakes it) fires about every 2T instead of every T and finds
+// nothing to do. When both timers fire about together (the keep-alives cross: the peer's arrives
+// within 3T/4 of our own), the end with the lower socket ID takes the longer wait once, so that
+// the peer's next keep-alive arrives first and is answered.
 //
-// Bounds: an answering end sends at least every 1.25·T even if the leader's keep-alives stop (its
-// own timer takes over): at least 6 packets per IdleTimeout of the peer, against 8 before, and
-// ≥ 36 within UDT4's ≈ 46 s. An end never answers more often than every 3T/4, so two ends
-// answering each other (possible when the RTT exceeds 3T/4) send at most 4/3 keep-alives per T:
-// no storm. A UDT4 peer keeps-alive every ≈ 0.3 s (spec §4.5): we answer one in three, about
-// every 0.9 s, as often as our own timer would.
+// Bounds: the packets are the same (one per T each way). An answering end still sends at least
+// every 2T if the leader's keep-alives stop: ≥ 4 packets per IdleTimeout of a peer configured as
+// we are, ≥ 23 within UDT4's ≈ 46 s. An end never answers more often than every 3T/4, so two ends
+// answering each other's answers (possible when the RTT exceeds 3T/4) send at most 4/3
+// keep-alives per T: no storm. A UDT4 peer keeps-alive every ≈ 0.3 s (spec §4.5): we answer one
+// in three, about every 0.9 s, and our timer never sends.
 
-// keepAliveDue returns when our keep-alive timer fires: T after the last packet we sent, plus
-// T/4 of grace when that packet answered the peer's keep-alive.
+// keepAliveDue returns when our keep-alive timer fires: T after the last packet we sent, or 2T
+// when that packet answered the peer's keep-alive.
 func (e *Endpoint) keepAliveDue() time.Duration {
 	due := e.lastSend + e.kaInterval
 	if e.lastSend == e.kaReplied {
-		due += e.kaInterval / 4
+		due += e.kaInterval
 	}
 	return due
 }
