@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // TestMain runs udtperf itself when self mode (or a test) re-executes the test binary as a
@@ -18,7 +20,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// goleak: every goroutine of servers, clients and transports ends (the tests run them in
+	// this process).
+	goleak.VerifyTestMain(m)
 }
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a polling reader.
