@@ -148,7 +148,11 @@ func newFlagSet(name, synopsis string, stderr io.Writer) *cmdFlags {
 	fs.Usage = func() {} // errors are reported in one line by run; -h prints the usage below
 	return &cmdFlags{fs, func() {
 		fs.SetOutput(stderr)
-		fmt.Fprintf(stderr, "usage: %s\n\n", synopsis)
+		if strings.Contains(synopsis, "\n") {
+			fmt.Fprintf(stderr, "%s\n", synopsis)
+		} else {
+			fmt.Fprintf(stderr, "usage: %s\n\n", synopsis)
+		}
 		fs.PrintDefaults()
 		fs.SetOutput(io.Discard)
 	}}
@@ -176,7 +180,7 @@ func parseFlags(fs *cmdFlags, args []string) error {
 
 func parseSelf(args []string, stderr io.Writer) (*selfOptions, error) {
 	o := &selfOptions{}
-	fs := newFlagSet("udtperf", "udtperf [self] [flags]   (loopback: one row per protocol and udt pacer backend)", stderr)
+	fs := newFlagSet("udtperf", topUsage+"\nSelf-mode flags:", stderr)
 	o.out.register(fs, 0)
 	o.tr.pacer = strings.Join(pacer.WaiterNames(), ",")
 	o.tr.register(fs, "udt pacer backends to measure, comma-separated")
