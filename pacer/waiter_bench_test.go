@@ -2,6 +2,7 @@ package pacer
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -23,7 +24,7 @@ func BenchmarkWait(b *testing.B) {
 			defer closeWaiter(w)
 			for _, d := range []time.Duration{10 * time.Microsecond, 50 * time.Microsecond,
 				100 * time.Microsecond, 500 * time.Microsecond, 800 * time.Microsecond} {
-				b.Run(d.String(), func(b *testing.B) {
+				b.Run(fmt.Sprintf("%dus", d/time.Microsecond), func(b *testing.B) {
 					late := make([]time.Duration, 0, 1024)
 					cpu0 := cpuTime()
 					for b.Loop() {
