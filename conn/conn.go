@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -132,7 +133,7 @@ func (c *Conn) afterEngineLocked() {
 		signal(c.writable)
 	}
 	if err := c.ep.Err(); err != nil {
-		c.breakLocked(err)
+		c.breakLocked(connError(err))
 	}
 }
 
@@ -246,7 +247,10 @@ func (c *Conn) Read(b []byte) (int, error) {
 		if n > 0 || err != nil {
 			c.afterEngineLocked()
 			c.mu.Unlock()
-			return n, err // io.EOF stays bare, as io.Reader users expect
+			if err != nil && err != io.EOF { // io.EOF stays bare, as io.Reader users expect
+				err = c.opErr("read", connError(err))
+			}
+			return n, err
 		}
 		if len(b) == 0 {
 			c.mu.Unlock()

@@ -2,7 +2,11 @@ package conn
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"time"
+
+	"github.com/udtgo/udt/internal/stream"
 )
 
 // Errors a Dial can end with, inside a *net.OpError (match with errors.Is).
@@ -20,8 +24,9 @@ var (
 	ErrBadHandshake = errors.New("udt: invalid handshake response")
 
 	// ErrPeerIdle: nothing was heard from the peer for Config.IdleTimeout; the connection is
-	// broken. Its Timeout method reports true.
-	ErrPeerIdle error = &timeoutError{"udt: peer unresponsive for the idle timeout, connection broken"}
+	// broken. Errors that say so match it with errors.Is, say how long the peer was silent, and
+	// report Timeout() true.
+	ErrPeerIdle error = &timeoutError{"udt: peer unresponsive, connection broken"}
 
 	// ErrPeerShutdown: Write after the peer sent Shutdown (it will read no more).
 	ErrPeerShutdown = errors.New("udt: peer has shut the connection down")
@@ -35,6 +40,25 @@ func (e *timeoutError) Timeout() bool   { return true }
 func (e *timeoutError) Temporary() bool { return true }
 
 var _ net.Error = (*timeoutError)(nil)
+
+// peerIdleError is the dead-peer error (spec §4.5): nothing received for idle.
+type peerIdleError struct{ idle time.Duration }
+
+func (e *peerIdleError) Error() string {
+	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v, connection broken", e.idle.Round(time.Millisecond))
+}
+func (e *peerIdleError) Timeout() bool        { return true }
+func (e *peerIdleError) Temporary() bool      { return false }
+func (e *peerIdleError) Is(target error) bool { return target == ErrPeerIdle }
+
+// connError translates the engine's errors into this package's.
+func connError(err error) error {
+	var idle *stream.PeerIdleError
+	if errors.As(err, &idle) {
+		return &peerIdleError{idle.Idle}
+	}
+	return err
+}
 
 // opError wraps err the way package net does. A nil err stays nil.
 func opError(op string, local, remote net.Addr, err error) error {

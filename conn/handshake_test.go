@@ -194,3 +194,28 @@ func TestDialISNMismatch(t *testing.T) {
 		}
 	})
 }
+
+// TestSocketClosedUnderneath: closing a caller's PacketConn under a Listener and a connection
+// breaks both cleanly (no hang: the reader goroutine tears the socket's users down itself).
+func TestSocketClosedUnderneath(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := simnet.NewPair(1, simnet.LinkConfig{}, simnet.LinkConfig{})
+		defer p.Close()
+		cfg := simConfig()
+		ln, err := NewListener(p.B, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, s := simConnsOn(t, p, ln, cfg)
+		p.B.Close()
+		if _, err := ln.Accept(); err == nil {
+			t.Fatal("Accept succeeded on a closed socket")
+		}
+		if _, err := s.Read(make([]byte, 10)); err == nil {
+			t.Fatal("Read succeeded on a closed socket")
+		}
+		ln.Close()
+		s.Close()
+		c.Close()
+	})
+}

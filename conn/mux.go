@@ -51,7 +51,8 @@ type mux struct {
 	closed   bool
 
 	readerDone chan struct{}
-	deadErr    error // set before readerDone closes when the socket failed under us
+	deadErr    error       // set before readerDone closes when the socket failed under us
+	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
 	drops muxDrops
 }
@@ -175,6 +176,11 @@ func (m *mux) teardown() {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
 	}
+	if m.failing.Load() {
+		// The reader is exiting on its own, and may be the goroutine running this teardown
+		// (fail → Listener.shutdown → release): waiting for it here would deadlock.
+		return
+	}
 	<-m.readerDone
 	if !m.ownPC {
 		m.pc.SetReadDeadline(time.Time{})
@@ -274,6 +280,7 @@ func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 
 // fail marks every user broken after the socket failed under us (e.g. a caller closed it).
 func (m *mux) fail(err error) {
+	m.failing.Store(true)
 	m.mu.Lock()
 	m.deadErr = err
 	conns := make([]*Conn, 0, len(m.conns))

@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -84,8 +85,8 @@ func TestPeerSilent(t *testing.T) {
 		start := time.Now()
 		_, err := c.Read(buf)
 		el := time.Since(start)
-		if !isTimeout(err) {
-			t.Fatalf("Read error %v, want a timeout net.Error", err)
+		if !isTimeout(err) || !errors.Is(err, ErrPeerIdle) {
+			t.Fatalf("Read error %v, want a timeout net.Error matching ErrPeerIdle", err)
 		}
 		if !within(el, cfg.IdleTimeout, 0.10) {
 			t.Fatalf("peer declared dead after %v, want %v ± 10%%", el, cfg.IdleTimeout)
