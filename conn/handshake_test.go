@@ -217,5 +217,20 @@ func TestSocketClosedUnderneath(t *testing.T) {
 		ln.Close()
 		s.Close()
 		c.Close()
+
+		// A Listener alone on its socket: the failure releases the last user from the reader.
+		pc, err := p.Net.Listen("198.18.0.9:9000")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lone, err := NewListener(pc, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc.Close()
+		if _, err := lone.Accept(); err == nil {
+			t.Fatal("Accept succeeded on a closed socket")
+		}
+		lone.Close()
 	})
 }
