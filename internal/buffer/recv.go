@@ -69,8 +69,12 @@ func (b *RecvBuffer) Insert(seq seqno.Seq, payload []byte) error {
 	b.st.put(i, payload)
 	b.present[i>>6] |= 1 << (i & 63)
 	b.stored++
-	if d == b.contig {
-		b.advance()
+	if d == b.contig { // in order: extend the run by this packet, then over any that follow
+		b.ready += len(payload)
+		b.contig++
+		if b.contig < b.n && b.has(b.slot(b.contig)) {
+			b.advance()
+		}
 	}
 	return nil
 }

@@ -66,9 +66,10 @@ func (b *SendBuffer) Write(p []byte) int {
 		p, total = p[k:], k
 	}
 	for len(p) > 0 && b.used < b.n {
+		// Fill a run of slots at once: up to the free slots, the ring's end and the page's end.
 		i := b.slot(b.used)
-		k := b.st.put(i, p)
-		b.used++
+		k, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), p)
+		b.used += slots
 		p, total = p[k:], total+k
 	}
 	b.bytes += total
@@ -124,9 +125,11 @@ func (b *SendBuffer) Ack(seq seqno.Seq) (int, error) {
 	if d > b.sent {
 		return 0, ErrAckBeyondSent
 	}
-	for k := range d {
+	for k := 0; k < d; {
 		i := b.slot(k)
-		b.bytes -= b.st.free(i)
+		freed, n := b.st.freeRun(i, min(d-k, b.n-i))
+		b.bytes -= n
+		k += freed
 	}
 	b.head = b.slot(d)
 	b.used -= d

@@ -130,13 +130,38 @@ func (s *store) put(i int, p []byte) int {
 	return n
 }
 
-// free releases slot i and returns the length it held.
-func (s *store) free(i int) int {
+// putRun fills up to m consecutive free slots from slot i on (all on i's page: they are
+// contiguous there) with p, full slots first, in one copy; it returns the bytes taken and the
+// slots used (at least one if p is not empty).
+func (s *store) putRun(i, m int, p []byte) (n, used int) {
+	pg, k := s.acquire(i) // counts the first slot
+	m = min(m, s.perPage-k)
+	o := s.hdr + k*s.slot
+	n = copy(pg[o:o+m*s.slot], p)
+	used = max(1, (n+s.slot-1)/s.slot)
+	for j := k; j < k+used-1; j++ {
+		pg[2*j], pg[2*j+1] = byte(s.slot), byte(s.slot>>8)
+	}
+	last := n - (used-1)*s.slot
+	j := k + used - 1
+	pg[2*j], pg[2*j+1] = byte(last), byte(last>>8)
+	s.live[s.pageOf(i)] += uint16(used - 1)
+	return n, used
+}
+
+// freeRun releases up to m consecutive slots from slot i on, stopping at the end of i's page;
+// it returns the slots released and the bytes they held.
+func (s *store) freeRun(i, m int) (freed, n int) {
 	p := s.pageOf(i)
-	k := 2 * (i - p*s.perPage)
-	n := int(s.pages[p][k]) | int(s.pages[p][k+1])<<8
-	s.releasePage(p)
-	return n
+	k := i - p*s.perPage
+	freed = min(m, s.perPage-k)
+	pg := s.pages[p]
+	for j := k; j < k+freed; j++ {
+		n += int(pg[2*j]) | int(pg[2*j+1])<<8
+	}
+	s.live[p] -= uint16(freed - 1)
+	s.releasePage(p) // the last one: gives the page back when it was the last live slot
+	return freed, n
 }
 
 // release marks slot i free and gives its page back when no slot in it is live.
