@@ -3,6 +3,7 @@ package udpio
 import (
 	"net"
 	"net/netip"
+	"time"
 )
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API, also offered by internal/simnet.
@@ -48,6 +49,7 @@ func (p *portable) readBatch(msgs []Message) (int, error) {
 	m.Addr = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	// ReadFrom silently truncates: a datagram filling Buf may have been longer.
 	m.Truncated = n >= len(m.Buf)
+	m.Time = time.Time{} // no kernel stamp here: the caller reads its clock
 	return 1, nil
 }
 

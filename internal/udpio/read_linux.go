@@ -3,14 +3,20 @@ package udpio
 import (
 	"encoding/binary"
 	"net/netip"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // oobSize is the control-message room per received datagram: a UDP_GRO message needs
-// CmsgSpace(4) = 24 bytes; the rest leaves space for options a caller may have set.
+// CmsgSpace(4) = 24 bytes and an SCM_TIMESTAMPNS one CmsgSpace(16) = 32 (64-bit); the rest leaves
+// space for options a caller may have set.
 const oobSize = 64
+
+// sizeofTimespec is the size of struct timespec in an SCM_TIMESTAMPNS message: 16 bytes on 64-bit,
+// 8 on 32-bit (the SO_TIMESTAMPNS_OLD layout that unix.SO_TIMESTAMPNS names).
+const sizeofTimespec = int(unsafe.Sizeof(unix.Timespec{}))
 
 // reader is the receive state, used only by the one goroutine calling ReadBatch.
 type reader struct {
@@ -20,9 +26,10 @@ type reader struct {
 	names [maxBatch]sockaddr
 	oob   [maxBatch][oobSize]byte
 
-	vlen, n int   // request and result of the last recvmmsg
-	calls   int   // recvmmsg calls that returned datagrams, for tests
-	errno   error // its errno, if it failed
+	vlen, n int       // request and result of the last recvmmsg
+	calls   int       // recvmmsg calls that returned datagrams, for tests
+	errno   error     // its errno, if it failed
+	t0      time.Time // the clock read right after the last successful read, for stamps
 	fn      func(fd uintptr) bool
 
 	// GRO: datagrams land in gbuf (GROBufferSize per buffer: one on first use, doubled up to
@@ -38,7 +45,8 @@ type reader struct {
 type run struct {
 	off, end, seg, count int
 	addr                 netip.AddrPort
-	truncLast            bool // the kernel cut the run: its last piece is incomplete
+	time                 time.Time // the kernel's receive stamp, shared by the run's datagrams
+	truncLast            bool      // the kernel cut the run: its last piece is incomplete
 }
 
 func (r *reader) init(s *sysConn) {
@@ -57,6 +65,7 @@ func (r *reader) recvmmsg(fd uintptr) bool {
 				return false // success without a datagram (never seen): wait, never report 0
 			}
 			r.n, r.errno = int(n), nil
+			r.t0 = time.Now()
 			r.calls++
 			return true
 		case unix.EINTR:
@@ -111,18 +120,20 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 	}
 	if !s.mmsg {
 		m := &msgs[0]
-		n, _, flags, from, err := s.uc.ReadMsgUDPAddrPort(m.Buf, nil)
+		n, oobn, flags, from, err := s.uc.ReadMsgUDPAddrPort(m.Buf, r.oob[0][:])
 		if err != nil {
 			return 0, err
 		}
+		r.t0 = time.Now()
 		m.N, m.Addr, m.Truncated = n, unmap(from), flags&unix.MSG_TRUNC != 0
+		_, m.Time = r.parse(r.oob[0][:oobn])
 		return 1, nil
 	}
 	r.vlen = min(len(msgs), maxBatch)
 	for i := 0; i < r.vlen; i++ {
 		setIovec(&r.iovs[i], msgs[i].Buf)
 	}
-	err := r.recv(false)
+	err := r.recv(s.stamps)
 	for i := 0; i < r.vlen; i++ {
 		r.iovs[i].Base = nil // keep no caller memory alive
 	}
@@ -135,6 +146,10 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 		m.N = int(h.Len)
 		m.Addr = r.names[i].addrPort(h.Hdr.Namelen)
 		m.Truncated = h.Hdr.Flags&unix.MSG_TRUNC != 0
+		m.Time = time.Time{}
+		if s.stamps {
+			_, m.Time = r.parse(r.oob[i][:min(int(h.Hdr.Controllen), oobSize)])
+		}
 	}
 	return r.n, nil
 }
@@ -154,6 +169,7 @@ func (r *reader) fillGRO() error {
 		if err != nil {
 			return err
 		}
+		r.t0 = time.Now()
 		r.addRun(0, n, r.oob[0][:oobn], unmap(from), flags&unix.MSG_TRUNC != 0)
 		return nil
 	}
@@ -175,21 +191,32 @@ func (r *reader) fillGRO() error {
 
 // addRun records n bytes read at gbuf[off:] with control messages oob.
 func (r *reader) addRun(off, n int, oob []byte, from netip.AddrPort, trunc bool) {
-	seg := groSegment(oob)
+	seg, stamp := r.parse(oob)
 	if seg <= 0 || seg >= n {
 		seg = max(n, 1) // one datagram (possibly empty)
 	} else if trunc && n%seg == 0 {
 		trunc = false // the cut fell between datagrams: what we have is whole
 	}
 	r.runs[r.nruns] = run{off: off, end: off + n, seg: seg, count: max((n+seg-1)/seg, 1),
-		addr: from, truncLast: trunc}
+		addr: from, truncLast: trunc, time: stamp}
 	r.nruns++
 }
 
-// groSegment returns the UDP_GRO segment size in oob, or 0 if there is none. It decodes the
-// control messages by hand: unix.ParseOneSocketControlMessage reads a whole header out of a buffer
-// shorter than one, and oob need not be aligned.
-func groSegment(oob []byte) int {
+// parse decodes the control messages of one read: the UDP_GRO segment size (0 if none) and the
+// SCM_TIMESTAMPNS receive stamp as a monotonic time (zero if none or untrusted, see stampTime).
+func (r *reader) parse(oob []byte) (seg int, stamp time.Time) {
+	seg, ns, ok := parseCmsgs(oob)
+	if ok {
+		stamp = stampTime(r.t0, ns)
+	}
+	return seg, stamp
+}
+
+// parseCmsgs decodes control messages by hand: unix.ParseOneSocketControlMessage reads a whole
+// header out of a buffer shorter than one, and oob need not be aligned. It returns the UDP_GRO
+// segment size (0 if none) and the SCM_TIMESTAMPNS stamp in ns since the Unix epoch (ok false if
+// none). A malformed message ends the walk; what was found before it is kept.
+func parseCmsgs(oob []byte) (seg int, stampNs int64, ok bool) {
 	const hl = unix.SizeofCmsghdr // cmsg_len (size_t), cmsg_level (int), cmsg_type (int)
 	for len(oob) >= hl {
 		var l uint64
@@ -199,21 +226,51 @@ func groSegment(oob []byte) int {
 			l = uint64(binary.NativeEndian.Uint32(oob))
 		}
 		if l < hl || l > uint64(len(oob)) {
-			return 0
+			return seg, stampNs, ok
 		}
 		level := int32(binary.NativeEndian.Uint32(oob[hl-8:]))
 		typ := int32(binary.NativeEndian.Uint32(oob[hl-4:]))
 		data := oob[unix.CmsgLen(0):l]
-		if level == unix.IPPROTO_UDP && typ == unix.UDP_GRO && len(data) >= 4 {
-			return int(int32(binary.NativeEndian.Uint32(data)))
+		switch {
+		case level == unix.IPPROTO_UDP && typ == unix.UDP_GRO && len(data) >= 4:
+			seg = int(int32(binary.NativeEndian.Uint32(data)))
+		case level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPNS && len(data) >= sizeofTimespec:
+			// struct timespec: two longs (time_t, long), 8 bytes each on 64-bit, 4 on 32-bit.
+			var sec, nsec int64
+			if sizeofTimespec == 16 {
+				sec = int64(binary.NativeEndian.Uint64(data))
+				nsec = int64(binary.NativeEndian.Uint64(data[8:]))
+			} else {
+				sec = int64(int32(binary.NativeEndian.Uint32(data)))
+				nsec = int64(int32(binary.NativeEndian.Uint32(data[4:])))
+			}
+			// A stamp outside what UnixNano can hold (year 1678–2262) or with a bad nsec is junk.
+			if nsec >= 0 && nsec < 1e9 && sec > -9e9 && sec < 9e9 {
+				stampNs, ok = sec*1e9+nsec, true
+			}
 		}
 		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
 		if next >= len(oob) {
-			return 0
+			return seg, stampNs, ok
 		}
 		oob = oob[next:]
 	}
-	return 0
+	return seg, stampNs, ok
+}
+
+// stampTime turns a kernel receive stamp (CLOCK_REALTIME ns since the Unix epoch) into a time
+// with t0's monotonic reading: t0 moved back by the stamp's age on the wall clock. A stamp more
+// than MaxStampAge old, or ahead of t0 by more than that (a wall-clock step in between), gives the
+// zero Time; one slightly ahead (clock granularity) gives t0.
+func stampTime(t0 time.Time, stampNs int64) time.Time {
+	if t0.IsZero() {
+		return time.Time{}
+	}
+	age := time.Duration(t0.UnixNano() - stampNs)
+	if age > MaxStampAge || age < -MaxStampAge {
+		return time.Time{}
+	}
+	return t0.Add(-max(age, 0))
 }
 
 // drain hands out datagrams of the pending runs, copying each into the caller's buffer.
@@ -226,7 +283,7 @@ func (r *reader) drain(msgs []Message) int {
 		k := copy(m.Buf, r.gbuf[ru.off:ru.off+l])
 		ru.off += l
 		ru.count--
-		m.N, m.Addr = k, ru.addr
+		m.N, m.Addr, m.Time = k, ru.addr, ru.time
 		m.Truncated = k < l || (ru.count == 0 && ru.truncLast)
 		out++
 		if ru.count == 0 {

@@ -37,6 +37,7 @@ type sysConn struct {
 	gso    atomic.Bool
 	gro    bool
 	mmsg   bool
+	stamps bool // SO_TIMESTAMPNS is on: every datagram comes with an SCM_TIMESTAMPNS message
 
 	// System calls made, for tests: GSO sends, sendmmsg calls.
 	gsoSends, mmsgCalls atomic.Uint64
@@ -52,7 +53,7 @@ func newSys(uc *net.UDPConn, o options) batcher {
 		return nil
 	}
 	s := &sysConn{uc: uc, rc: rc, mmsg: !o.noMMsg, local: uc.LocalAddr()}
-	var domErr, segErr, groErr error
+	var domErr, segErr, groErr, tsErr error
 	cerr := rc.Control(func(fd uintptr) {
 		s.family, domErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
 		// The option reads back 0 on a kernel that knows it (≥ 4.18), ENOPROTOOPT before.
@@ -60,12 +61,17 @@ func newSys(uc *net.UDPConn, o options) batcher {
 		if !o.noGRO {
 			groErr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
 		}
+		// Software receive stamps (socket(7)): the kernel's time of arrival, in CLOCK_REALTIME.
+		if !o.noStamps {
+			tsErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
+		}
 	})
 	if cerr != nil || domErr != nil || (s.family != unix.AF_INET && s.family != unix.AF_INET6) {
 		return nil
 	}
 	s.gso.Store(segErr == nil && !o.noGSO)
 	s.gro = !o.noGRO && groErr == nil
+	s.stamps = !o.noStamps && tsErr == nil
 	s.scratch.New = func() any { return newWriter(s) }
 	s.r.init(s)
 	return s

@@ -3,6 +3,7 @@ package udpio
 import (
 	"net"
 	"net/netip"
+	"time"
 )
 
 // Limits of one GSO send (udp(7); include/linux/udp.h UDP_MAX_SEGMENTS on older kernels).
@@ -32,7 +33,21 @@ type Message struct {
 	// Truncated reports a datagram longer than Buf (or, on the portable path, exactly len(Buf)
 	// bytes): Buf[:N] holds only its start, so it should be dropped.
 	Truncated bool
+	// Time is when the kernel received the datagram (Linux SO_TIMESTAMPNS, socket(7)), not when
+	// ReadBatch returned it, so datagrams that waited in the socket buffer while the reader was
+	// descheduled keep their true spacing. It carries a monotonic clock reading (the time read
+	// right after the system call, moved back by the kernel stamp's age), so Time.Sub against
+	// time.Now() is immune to wall-clock steps. The datagrams of one GRO run share one stamp, the
+	// kernel's for the whole run. Time is the zero Time when the kernel gave no stamp: on the
+	// portable path, on other systems, and for a stamp more than MaxStampAge old or in the
+	// future by more than that (a wall-clock step between stamp and read); use time.Now() then.
+	Time time.Time
 }
+
+// MaxStampAge bounds the age of a kernel receive stamp that ReadBatch trusts: a stamp older than
+// this, or ahead of the clock by more, means the wall clock was stepped between the stamp and the
+// read, and Message.Time is left zero.
+const MaxStampAge = 10 * time.Second
 
 // batcher is one way to move datagrams: the Linux system calls or the portable loop.
 type batcher interface {
@@ -55,10 +70,11 @@ type Conn struct {
 // options force paths off, for tests and benchmarks.
 type options struct {
 	noGSO, noGRO, noMMsg bool
+	noStamps             bool // leave SO_TIMESTAMPNS off
 	portable             bool // use the per-datagram loop even for a *net.UDPConn
 }
 
-// New wraps pc. For a *net.UDPConn on Linux it turns on UDP_GRO (setsockopt), probes UDP_SEGMENT
+// New wraps pc. For a *net.UDPConn on Linux it turns on UDP_GRO and SO_TIMESTAMPNS (setsockopt), probes UDP_SEGMENT
 // (GSO) support and uses recvmmsg/sendmmsg; from then on the socket must be read only through the
 // Conn's ReadBatch, since a plain read of a GRO socket returns datagrams glued together. Any other
 // PacketConn, and any PacketConn on other systems, gets the portable one-datagram-per-call path,
@@ -88,13 +104,15 @@ func (c *Conn) PacketConn() net.PacketConn { return c.pc }
 func (c *Conn) Features() (gso, gro, mmsg bool) { return c.b.features() }
 
 // ReadBatch blocks until at least one datagram is available, then fills msgs[0:n] (Buf[:N], Addr,
-// Truncated) and returns n ≥ 1; msgs[n:] are left alone. How many one call returns:
+// Truncated, Time) and returns n ≥ 1; msgs[n:] are left alone. How many one call returns:
 //
 //   - recvmmsg without GRO: what is queued, up to min(len(msgs), 64), read straight into the Bufs;
 //   - GRO: the runs one recvmmsg got (one 64 KiB buffer at first, doubled up to 8 while reads fill
 //     them all), split into one Message per datagram and copied into the Bufs; what does not fit
 //     in msgs is kept and returned by the next call without a system call;
 //   - the portable path: one.
+//
+// On Linux it also turns on SO_TIMESTAMPNS, so each Message carries the kernel's receive Time.
 //
 // Pass 64 Messages to let one call drain a GRO run of 44 full-size datagrams or a full recvmmsg.
 // Only one goroutine at a time may call ReadBatch. With len(msgs) == 0 it returns 0, nil at once.
