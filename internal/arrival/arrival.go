@@ -38,6 +38,11 @@ const (
 // microseconds the results equal the reference's except that the mean
 // interval is truncated to whole nanoseconds instead of whole microseconds.
 //
+// Arrival times may be shared: a receiver that takes them from the kernel
+// (Linux SO_TIMESTAMPNS) gets one stamp for all the datagrams of a GRO run.
+// Consecutive packets with the same time form a run, whose spacing is
+// unknown; see [Estimator.OnArrival] for how runs are counted.
+//
 // Use [New] or [Estimator.Reset] before the first packet: the first interval
 // is measured from that time, as in the reference.
 type Estimator struct {
@@ -49,6 +54,14 @@ type Estimator struct {
 	p1     time.Time
 	p1Seq  seqno.Seq
 	p1Last bool // the previous arrival was a probe-1 packet (seq&0xF == 0)
+
+	// The current run of arrivals sharing the time last: run packets (0 before
+	// the first arrival) that arrived within span ns after the arrival before
+	// them. pairOpen: the probe window's newest entry is a pair whose second
+	// packet started this run, so its gap is the run's spacing too.
+	run      int64
+	span     int64
+	pairOpen bool
 }
 
 // New returns an Estimator whose first interval is measured from now (the
@@ -76,22 +89,53 @@ func (e *Estimator) Reset(now time.Time) {
 // A packet with seq&0xF == 0 starts a packet pair; the next arrival, if it is
 // seq+1, adds the gap between the two to the probe window.
 //
-// Departure from the reference: UDT 4.11 records the gap for any packet with
-// seq&0xF == 1 measured from the last probe-1 packet, even if other packets
-// arrived in between or the probe-1 packet was lost (spec §6.2 notes it); we
-// count only true consecutive pairs. Times going backwards count as 0.
+// Departures from the reference:
+//   - UDT 4.11 records the gap for any packet with seq&0xF == 1 measured from
+//     the last probe-1 packet, even if other packets arrived in between or the
+//     probe-1 packet was lost (spec §6.2 notes it); we count only true
+//     consecutive pairs.
+//   - Same-time runs. A packet whose time equals the previous packet's joins
+//     that packet's run: k packets stamped T after an arrival at L are counted
+//     as k intervals of (T−L)/k each (the earlier entries of the run in the
+//     arrival window are rewritten as the run grows), so a receiver stamping
+//     GRO runs measures k packets in T−L, not k−1 zero intervals and one of
+//     k·spacing. A packet pair inside a run has an unknown gap and is not
+//     recorded (the reference, counting whole µs, would record 0 and could
+//     divide by it); a pair whose second packet starts a run gets that run's
+//     spacing, (T−L)/k.
+//
+// Times going backwards count as 0 and start a new run.
 func (e *Estimator) OnArrival(now time.Time, seq seqno.Seq) {
-	e.arr[e.ai] = max(0, int64(now.Sub(e.last)))
+	d := int64(now.Sub(e.last))
+	sameRun := d == 0 && e.run > 0
+	if sameRun {
+		e.run++
+		iv := e.span / e.run
+		for k, i := int64(0), e.ai; k < min(e.run-1, ArrivalWindow-1); k++ {
+			if i--; i < 0 {
+				i = ArrivalWindow - 1
+			}
+			e.arr[i] = iv
+		}
+		e.arr[e.ai] = iv
+		if e.pairOpen {
+			e.probe[(e.pi+ProbeWindow-1)%ProbeWindow] = iv
+		}
+	} else {
+		e.run, e.span, e.pairOpen = 1, max(0, d), false
+		e.arr[e.ai] = e.span
+	}
 	if e.ai++; e.ai == ArrivalWindow {
 		e.ai = 0
 	}
 	e.last = now
 
-	if e.p1Last && seq == e.p1Seq.Inc() {
+	if e.p1Last && seq == e.p1Seq.Inc() && !sameRun {
 		e.probe[e.pi] = max(0, int64(now.Sub(e.p1)))
 		if e.pi++; e.pi == ProbeWindow {
 			e.pi = 0
 		}
+		e.pairOpen = true
 	}
 	e.p1Last = seq&0xF == 0
 	if e.p1Last {
@@ -136,7 +180,8 @@ func (e *Estimator) RecvSpeed() int {
 // gaps within (M/8, 8·M), inverted and rounded up. It is 1000 packets/s
 // before any pair arrives. If every gap is 0 (no measurable time between the
 // pair, e.g. in a test with a frozen clock) it returns 0, "unknown", where the
-// reference would divide by zero.
+// reference would divide by zero. Pairs that share one arrival time are not
+// recorded at all (see [Estimator.OnArrival]).
 func (e *Estimator) Bandwidth() int {
 	var tmp [ProbeWindow]int64
 	m := median(tmp[:], e.probe[:])

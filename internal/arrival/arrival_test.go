@@ -196,12 +196,85 @@ func TestFrozenClock(t *testing.T) {
 	for i := range 64 * 16 {
 		e.OnArrival(t0, seqno.Seq(i))
 	}
-	if s, b := e.RecvSpeed(), e.Bandwidth(); s != 0 || b != 0 {
-		t.Fatalf("zero intervals: speed %d bandwidth %d, want 0 (unknown)", s, b)
+	// All intervals 0: speed unknown. Every pair shares one time: none recorded,
+	// so the capacity is still the initial 1000 packets/s, never infinite.
+	if s, b := e.RecvSpeed(), e.Bandwidth(); s != 0 || b != 1000 {
+		t.Fatalf("zero intervals: speed %d bandwidth %d, want 0 (unknown) and 1000 (initial)", s, b)
 	}
 	e.OnArrival(t0.Add(-time.Second), 300) // time going backwards is clamped
 	if e.arr[(e.ai+ArrivalWindow-1)%ArrivalWindow] != 0 {
 		t.Fatal("negative interval recorded")
+	}
+}
+
+// feedRuns feeds packets seq first, first+1, ... in runs of k sharing one
+// time, the runs spaced k·spacing apart (a receiver stamping GRO runs of a
+// flow whose packets are spacing apart), and returns the last time.
+func feedRuns(e *Estimator, first seqno.Seq, runs, k int, spacing time.Duration) time.Time {
+	now, seq := t0, first
+	for range runs {
+		now = now.Add(time.Duration(k) * spacing)
+		for range k {
+			e.OnArrival(now, seq)
+			seq = seq.Inc()
+		}
+	}
+	return now
+}
+
+// TestSameTimeRuns: k packets sharing one time count as k intervals of the run's
+// span / k, so the speed is the true one (10 000 packets/s at 100 µs) whatever k.
+func TestSameTimeRuns(t *testing.T) {
+	for _, k := range []int{1, 2, 7, 8, 16, 17, 44, 64} {
+		e := New(t0)
+		feedRuns(e, 0, 1000/k+4, k, 100*us)
+		if got := e.RecvSpeed(); got != 10000 {
+			t.Errorf("runs of %d: speed %d, want 10000", k, got)
+		}
+	}
+}
+
+// TestSameTimePairs: a packet pair inside a run has no measurable gap and is not
+// recorded; a pair whose second packet starts a run gets the run's spacing.
+func TestSameTimePairs(t *testing.T) {
+	// Runs of 8 from seq 0: every pair (16n, 16n+1) is inside a run.
+	e := New(t0)
+	feedRuns(e, 0, 64*2+1, 8, 100*us)
+	if got := e.Bandwidth(); got != 1000 {
+		t.Fatalf("in-run pairs recorded: bandwidth %d, want the initial 1000", got)
+	}
+	// Runs of 8 from seq 16−7: 16n ends a run and 16n+1 starts the next, whose
+	// 8 packets took 800 µs: the pair's gap is 100 µs.
+	e = New(t0)
+	feedRuns(e, 9, 64*2+1, 8, 100*us)
+	if got := e.Bandwidth(); got != 10000 {
+		t.Fatalf("straddling pairs: bandwidth %d, want 10000", got)
+	}
+	if got := e.RecvSpeed(); got != 10000 {
+		t.Fatalf("speed %d, want 10000", got)
+	}
+}
+
+// TestSameTimeRunsMixed: single packets 100 µs apart with a same-time run now
+// and then, as when GRO merges only some arrivals, keep the estimates right
+// (before the run rule the zero intervals pushed the median to 0 or, for a
+// pair, gave an infinite capacity).
+func TestSameTimeRunsMixed(t *testing.T) {
+	e := New(t0)
+	now, seq := t0, seqno.Seq(0)
+	for i := range 1000 {
+		k := 1
+		if i%3 == 0 {
+			k = 5
+		}
+		now = now.Add(time.Duration(k) * 100 * us)
+		for range k {
+			e.OnArrival(now, seq)
+			seq = seq.Inc()
+		}
+	}
+	if s, b := e.RecvSpeed(), e.Bandwidth(); s != 10000 || b < 9000 || b > 11000 {
+		t.Fatalf("speed %d bandwidth %d, want 10000 and ≈10000", s, b)
 	}
 }
 
