@@ -259,10 +259,17 @@ func (m *mux) readLoop(pktSize int) {
 				m.drops.oversized.Add(1)
 				continue
 			}
-			// The clock is read per packet, not per batch: the receiver's arrival-speed and
-			// packet-pair estimators (spec §6) need distinct arrival times, and a batch read
-			// (GRO, recvmmsg) would otherwise show its packets as arriving in zero time.
-			m.dispatch(msg.Buf[:msg.N], msg.Addr, time.Now())
+			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
+			// packet's arrival time, not the time this loop got to it: datagrams that queued in
+			// the socket while the reader was descheduled would look back to back and inflate
+			// both estimates. So use the kernel's receive stamp (udpio, SO_TIMESTAMPNS) where
+			// there is one; the segments of one GRO run share it, and internal/arrival treats
+			// such same-time arrivals as unknown spacing. Elsewhere the clock is read per packet.
+			now := msg.Time
+			if now.IsZero() {
+				now = time.Now()
+			}
+			m.dispatch(msg.Buf[:msg.N], msg.Addr, now)
 		}
 	}
 }
