@@ -27,7 +27,7 @@ type RecvBuffer struct {
 }
 
 // NewRecvBuffer returns a receive buffer of capacity packets (at least 1) of
-// up to payload bytes (see [PayloadSize]; at most PageSize − 64) whose
+// up to payload bytes (see [PayloadSize]; at most PageSize − 2) whose
 // first packet is isn (the peer's initial sequence number).
 func NewRecvBuffer(capacity, payload int, isn seqno.Seq) *RecvBuffer {
 	payload = max(1, min(payload, maxSlot))

@@ -35,7 +35,7 @@ type SendBuffer struct {
 
 // NewSendBuffer returns a send buffer of capacity bytes (rounded down to
 // whole packets, at least 1) in packets of payload bytes (see
-// [PayloadSize]; at most PageSize − 64) whose first packet will carry
+// [PayloadSize]; at most PageSize − 2) whose first packet will carry
 // sequence number isn.
 func NewSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
 	payload = max(1, min(payload, maxSlot))

@@ -39,8 +39,9 @@ const (
 	hdrAlign = 64
 )
 
-// maxSlot is the largest slot size: one slot and its length table fill a page.
-const maxSlot = PageSize - hdrAlign
+// maxSlot is the largest slot size: one slot and its (unpadded) length fill a page. It exceeds
+// the largest UDT payload, 65535 − 44 bytes (spec §1.1).
+const maxSlot = PageSize - lenSize
 
 // hdrSize is the padded size of the length table of k slots.
 func hdrSize(k int) int { return (k*lenSize + hdrAlign - 1) / hdrAlign * hdrAlign }
@@ -52,6 +53,9 @@ func (s *store) init(n, slot int) {
 		s.perPage--
 	}
 	s.hdr = hdrSize(s.perPage)
+	if s.perPage < 1 { // one slot too large for a padded table: the length alone precedes it
+		s.perPage, s.hdr = 1, lenSize
+	}
 	s.recip = 0
 	if s.perPage > 1 {
 		s.recip = ^uint64(0)/uint64(s.perPage) + 1

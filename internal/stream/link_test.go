@@ -176,7 +176,7 @@ type app struct {
 func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 	bufs := make([][]byte, 32)
 	for i := range bufs {
-		bufs[i] = make([]byte, 1500)
+		bufs[i] = make([]byte, max(l.ep[0].pktSize, l.ep[1].pktSize))
 	}
 	for step := 0; step < 50_000_000; step++ {
 		// Application work.

@@ -82,6 +82,17 @@ func TestTransferLossless(t *testing.T) {
 	transfer(t, l, 4<<20, true, time.Minute)
 }
 
+// The largest MSS (65535: 65491-byte payloads, spec §1.1) fits the buffers' slots.
+func TestTransferJumboMSS(t *testing.T) {
+	r := linkRules{delay: time.Millisecond, loss: 0.02}
+	l := newLink(31, r, r)
+	newPair(l, pairOpts{isnA: 1<<31 - 3, isnB: 9, mss: 65535})
+	if l.ep[0].payloadSize != 65491 || l.ep[0].snd.PayloadSize() != 65491 || l.ep[1].rcv.PayloadSize() != 65491 {
+		t.Fatalf("payload %d, buffers %d/%d", l.ep[0].payloadSize, l.ep[0].snd.PayloadSize(), l.ep[1].rcv.PayloadSize())
+	}
+	transfer(t, l, 4<<20, true, time.Minute)
+}
+
 func TestTransferLossy(t *testing.T) {
 	for _, tc := range []struct {
 		name string
