@@ -42,6 +42,8 @@ type Endpoint struct {
 	peerRates      arrival.PeerRates // smoothed receiver estimates from full ACKs (spec §6.3)
 	rtoBase        time.Duration
 	rtoCount       int
+	rtoRepair      seqno.Seq          // the ACK number the last expiry's re-sent first packet alone would give
+	rtoRepairing   bool               // rtoRepair is set and no ACK has gone past it yet
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss

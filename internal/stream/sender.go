@@ -141,7 +141,15 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 	}
 	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
+	// Progress that only the timer's own repair explains (the ACK moved no further than the
+	// first unacknowledged packet the last expiry re-sent) does not reset the escalation: a UDT
+	// 4.9+ receiver NAKs each loss once, so when retransmissions are lost too, resetting here
+	// would recover one packet per expiry instead of reaching go-back-N (found against UDT 4.11).
+	if e.rtoCount > 0 && e.rtoRepairing && seqno.Offset(ack, e.rtoRepair) >= 0 {
+		return
+	}
 	e.rtoCount = 0
+	e.rtoRepairing = false
 }
 
 // onACK processes an ACK (spec §2.3, §6.3). It returns false if the packet was dropped.

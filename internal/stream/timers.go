@@ -125,6 +125,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	} else {
 		e.addLoss(first, last)
 	}
+	e.rtoRepair, e.rtoRepairing = first.Inc(), true
 }
 
 // NextTimer returns when OnTimer should run next; zero means never (the connection is closed or
