@@ -321,3 +321,42 @@ func BenchmarkFullACKEstimates(b *testing.B) {
 	}
 	_ = s
 }
+
+// FuzzOnArrival feeds arbitrary time steps (including 0: same-time runs, and
+// negative ones) and sequence numbers: no panic, and both estimates stay
+// within what the window's values allow (never negative, never above 1e9
+// packets/s for the speed, whose intervals are whole ns).
+func FuzzOnArrival(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 0, 0, 255, 0, 0}, uint32(0))
+	f.Add([]byte{100, 0, 0, 0, 100, 100, 0, 0, 5}, uint32(0x7FFFFFF0))
+	f.Fuzz(func(t *testing.T, steps []byte, first uint32) {
+		e := New(t0)
+		now, seq := t0, seqno.Seq(first&0x7FFFFFFF)
+		for i, s := range steps {
+			switch {
+			case s == 255:
+				now = now.Add(-time.Millisecond)
+			default:
+				now = now.Add(time.Duration(s) * us)
+			}
+			if i%5 == 4 {
+				seq = seq.Add(int(s % 3)) // some gaps in the sequence
+			}
+			e.OnArrival(now, seq)
+			seq = seq.Inc()
+		}
+		for _, x := range e.arr {
+			if x < 0 {
+				t.Fatalf("negative interval %d in %v", x, e.arr)
+			}
+		}
+		for _, x := range e.probe {
+			if x < 0 {
+				t.Fatalf("negative pair gap %d in %v", x, e.probe)
+			}
+		}
+		if s, b := e.RecvSpeed(), e.Bandwidth(); s < 0 || s > 1e9 || b < 0 {
+			t.Fatalf("speed %d bandwidth %d", s, b)
+		}
+	})
+}
