@@ -11,6 +11,10 @@
 //     the segment size; ReadBatch cuts them apart again. On loopback, GSO sends reach a GRO socket
 //     still coalesced, so both ends pay one system call per run.
 //   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer.
+//   - Software receive timestamps (socket(7) SO_TIMESTAMPNS): each Message carries the time the
+//     kernel received it (Message.Time, on the monotonic clock), so a reader that was descheduled
+//     while datagrams queued does not see them as arriving back to back; UDT's arrival-speed and
+//     packet-pair estimators (spec §6) depend on that spacing. A GRO run's datagrams share one stamp.
 //
 // Everywhere else (other systems; any net.PacketConn that is not a *net.UDPConn, such as
 // internal/simnet's in-memory Conn) a Conn falls back to one ReadFrom or WriteTo per datagram, using
