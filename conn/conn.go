@@ -363,19 +363,18 @@ func (c *Conn) finish() {
 	now := time.Now()
 	c.mu.Lock()
 	broken := c.deadErr != nil
+	answered := c.ep.PeerClosed()
+	rtt := c.ep.Stats().RTT
 	if !broken {
 		c.ep.Shutdown(now)
 	}
+	c.mu.Unlock()
+	if !broken && !answered {
+		c.awaitShutdownAnswer(rtt)
+	}
+	c.mu.Lock()
 	c.breakLocked(net.ErrClosed)
 	c.mu.Unlock()
-	if !broken {
-		// The reference sends one Shutdown and never repeats it (spec §3.4); a lost one leaves the
-		// peer waiting for its idle timeout. Two more copies, and the tomb below, make that rare.
-		var pkt [headerSize + 4]byte
-		for range 2 {
-			c.mux.writeTo(encodeShutdown(pkt[:], c.peerID), c.peer, c.raddr)
-		}
-	}
 	c.dataH.Remove()
 	c.timerH.Remove()
 	c.rdl.stop()
@@ -388,6 +387,39 @@ func (c *Conn) finish() {
 		c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: now.Add(tombLife)})
 	}
 	c.mux.release()
+}
+
+// Shutdown retries: the reference sends one Shutdown and never repeats it (spec §3.4), so a
+// lost one leaves the peer waiting for its idle timeout instead of reading io.EOF. A peer of
+// ours answers every Shutdown with its own; Close re-sends until that answer arrives, at most
+// shutdownTries times, max(2·RTT, shutdownGap) apart (a UDT4 peer never answers: its Close
+// costs the whole bound, ~0.2 s on a LAN).
+const (
+	shutdownTries = 8
+	shutdownGap   = 20 * time.Millisecond
+)
+
+// awaitShutdownAnswer re-sends Shutdown until the peer's own Shutdown arrives or the tries run out.
+func (c *Conn) awaitShutdownAnswer(rtt time.Duration) {
+	gap := max(2*rtt, shutdownGap)
+	t := time.NewTimer(gap)
+	defer t.Stop()
+	var pkt [headerSize + 4]byte
+	for tries := 0; tries < shutdownTries; {
+		select {
+		case <-c.readable: // the engine signals readable when the peer's Shutdown arrives
+		case <-t.C:
+			tries++
+			c.mux.writeTo(encodeShutdown(pkt[:], c.peerID), c.peer, c.raddr)
+			t.Reset(gap)
+		}
+		c.mu.Lock()
+		done := c.ep.PeerClosed() || c.ep.Err() != nil
+		c.mu.Unlock()
+		if done {
+			return
+		}
+	}
 }
 
 // LocalAddr returns the local UDP address.

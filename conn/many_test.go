@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"net/netip"
@@ -29,7 +30,15 @@ func TestManyConnections(t *testing.T) {
 			t.Fatal(err)
 		}
 		link := simnet.LinkConfig{Delay: 2 * time.Millisecond, Loss: 0.005}
-		net.Route("198.18.1.0/24", "198.18.0.1/32", net.NewLink(link))
+		shut := map[uint32]int{}
+		up := link
+		up.Drop = func(b []byte) bool {
+			if isShutdown(b) {
+				shut[binary.BigEndian.Uint32(b[12:])]++
+			}
+			return false
+		}
+		net.Route("198.18.1.0/24", "198.18.0.1/32", net.NewLink(up))
 		net.Route("198.18.0.1/32", "198.18.1.0/24", net.NewLink(link))
 		cfg := simConfig()
 		cfg.SendBuffer = 256 << 10
@@ -58,7 +67,7 @@ func TestManyConnections(t *testing.T) {
 					defer c.Close()
 					h := sha256.New()
 					if m, err := io.Copy(h, c); err != nil || m != size {
-						errs <- fmt.Errorf("server read %d bytes: %v", m, err)
+						errs <- fmt.Errorf("server read %d bytes: %v; shutdowns seen for it %d; server stats %+v", m, err, shut[c.id], c.Stats())
 						return
 					}
 					if [32]byte(h.Sum(nil)) != want {

@@ -240,7 +240,9 @@ func (e *Endpoint) Read(p []byte) (int, error) {
 func (e *Endpoint) CanRead() bool { return e.rcv.Readable() > 0 || e.peerClosed || e.err != nil }
 
 // Shutdown sends the Shutdown control packet (spec §3.4) once; afterwards the endpoint sends
-// nothing more and ignores incoming packets. conn calls it after the linger.
+// nothing more and ignores incoming packets except the peer's Shutdown, which still sets
+// PeerClosed (conn waits for it to know that its own Shutdown arrived). conn calls it after the
+// linger.
 func (e *Endpoint) Shutdown(now time.Time) {
 	if e.closed {
 		return
@@ -255,6 +257,11 @@ func (e *Endpoint) Shutdown(now time.Time) {
 // call. Malformed, forged and out-of-window packets are dropped and counted in Stats().Drops.
 func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 	if !e.active() {
+		if e.closed && !e.peerClosed && len(b) >= headerSize && be.Uint32(b[12:]) == e.cfg.LocalID {
+			if typ, err := packet.Type(b); err == nil && typ == packet.TypeShutdown {
+				e.peerClosed = true // the answer to our Shutdown
+			}
+		}
 		return
 	}
 	t := e.since(now)
@@ -297,7 +304,12 @@ func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
 	case packet.TypeACK2:
 		e.onACK2(now, info)
 	case packet.TypeShutdown:
+		// Answer with our own Shutdown. UDT4 sends one Shutdown and never repeats it (spec §3.4),
+		// so a burst of loss leaves its peer waiting for the idle timeout; the answer lets a
+		// closing peer of ours re-send until it knows its Shutdown arrived. A UDT4 peer, already
+		// closing, ignores it. One answer per Shutdown received: no amplification.
 		e.peerClosed = true
+		e.sendShutdown(t)
 	case packet.TypeErrorSignal:
 		e.err = &PeerError{Code: info}
 	default:
