@@ -49,7 +49,7 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 // udtperfRunner runs one udtperf transfer A→B with -proto proto.
 type udtperfRunner struct {
 	bin   string
-	proto string // udt or quic
+	proto string // udt, udt-lt (udt with -cc udt-lt) or quic
 }
 
 func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) (Row, error) {
@@ -69,15 +69,24 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 		return row, ctx.Err()
 	case <-time.After(500 * time.Millisecond):
 	}
-	cli := tb.Command(ctx, HostA, r.bin, "client", "-connect", listen, "-proto", r.proto,
-		"-time", dur.String(), "-json", "-no-progress")
+	args := []string{"client", "-connect", listen, "-proto", r.proto, "-time", dur.String(), "-json", "-no-progress"}
+	if r.proto == protoUDTLT {
+		args[4] = protoUDT
+		args = append(args, "-cc", "udt-lt")
+	}
+	cli := tb.Command(ctx, HostA, r.bin, args...)
 	var stdout, stderr bytes.Buffer
 	cli.Stdout, cli.Stderr = &stdout, &stderr
 	if err := tb.Start(cli); err != nil {
 		return row, fmt.Errorf("udtperf client: %w", err)
 	}
 	werr := cli.Wait()
-	row, perr := parseUdtperfJSON(stdout.Bytes(), r.proto)
+	want := r.proto
+	if want == protoUDTLT {
+		want = protoUDT
+	}
+	row, perr := parseUdtperfJSON(stdout.Bytes(), want)
+	row.Protocol = r.proto
 	if werr != nil {
 		return row, fmt.Errorf("udtperf client: %v: %s", werr, lastLine(stderr.String()))
 	}
