@@ -85,6 +85,10 @@ type Config struct {
 	// requests are rejected (handshake type 1002). Default 1024.
 	Backlog int
 
+	// noGRO: the socket reads without UDP_GRO (set by Dial for the socket it opens itself; see
+	// udpio.NewWithoutGRO). Not a user setting.
+	noGRO bool
+
 	// Logger receives debug and warning events (handshake rejections, dropped packets by
 	// reason, dead peers). Default: none.
 	Logger *slog.Logger

@@ -112,7 +112,11 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
-	m.io = udpio.New(pc)
+	if cfg.noGRO {
+		m.io = udpio.NewWithoutGRO(pc)
+	} else {
+		m.io = udpio.New(pc)
+	}
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
 	m.sendBufs = make([][]byte, sendBatch)
