@@ -15,12 +15,20 @@ func loopbackPair(tb testing.TB, cfg *Config) (client, server *Conn, ln *Listene
 	if err != nil {
 		tb.Fatal(err)
 	}
+	client, server = dialAccept(tb, ln, "udp", ln.Addr().String(), cfg)
+	return client, server, ln
+}
+
+// dialAccept dials address (ln's, or a relay in front of it) and returns both ends; the test
+// fails if either side fails.
+func dialAccept(tb testing.TB, ln *Listener, network, address string, cfg *Config) (client, server *Conn) {
+	tb.Helper()
 	acc := make(chan *Conn, 1)
 	go func() {
 		c, _ := ln.AcceptUDT(context.Background())
 		acc <- c
 	}()
-	client, err = Dial("udp", ln.Addr().String(), cfg)
+	client, err := Dial(network, address, cfg)
 	if err != nil {
 		ln.Close()
 		tb.Fatal(err)
@@ -29,7 +37,7 @@ func loopbackPair(tb testing.TB, cfg *Config) (client, server *Conn, ln *Listene
 	if server == nil {
 		tb.Fatal("accept failed")
 	}
-	return client, server, ln
+	return client, server
 }
 
 // BenchmarkBulkLoopback measures one connection's bulk goodput over UDP loopback with the

@@ -1,7 +1,6 @@
 package conn
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -39,20 +38,8 @@ func TestTransferUDP(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer relay.Close()
-			acc := make(chan *Conn, 1)
-			go func() {
-				c, _ := ln.AcceptUDT(context.Background())
-				acc <- c
-			}()
-			c, err := Dial("udp", relay.Addr().String(), cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, s := dialAccept(t, ln, "udp", relay.Addr().String(), cfg)
 			defer c.Close()
-			s := <-acc
-			if s == nil {
-				t.Fatal("accept failed")
-			}
 			defer s.Close()
 			start := time.Now()
 			sendAndCheck(t, c, s, size, 6)
@@ -73,20 +60,8 @@ func TestIPv6Loopback(t *testing.T) {
 		t.Skipf("no IPv6 loopback here: %v", err)
 	}
 	defer ln.Close()
-	acc := make(chan *Conn, 1)
-	go func() {
-		c, _ := ln.AcceptUDT(context.Background())
-		acc <- c
-	}()
-	c, err := Dial("udp6", ln.Addr().String(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, s := dialAccept(t, ln, "udp6", ln.Addr().String(), nil)
 	defer c.Close()
-	s := <-acc
-	if s == nil {
-		t.Fatal("accept failed")
-	}
 	defer s.Close()
 	if got := c.RemoteAddr().(*net.UDPAddr).IP; !got.Equal(net.IPv6loopback) {
 		t.Fatalf("remote address %v", got)
