@@ -102,8 +102,14 @@ func TestConnTwoFlows(t *testing.T) {
 			drops := float64(r.Forward.DroppedQueue) / float64(r.Forward.Sent)
 			t.Logf("seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %d (%.3f %% of %d offered)",
 				from, to, 100*a, 100*b, 100*(a+b), j, r.Forward.DroppedQueue, 100*drops, r.Forward.Sent)
-			if drops > 0.02 {
-				t.Errorf("queue drops %.2f %% of the packets offered, want ≤ 2 %%", 100*drops)
+			// Drops count from the start: two slow-start overshoots (~300–500 each) are most of
+			// them, so a 6 s -short run, which offers a fifth of the packets, gets a looser bound.
+			limit := 0.02
+			if testing.Short() {
+				limit = 0.04
+			}
+			if drops > limit {
+				t.Errorf("queue drops %.2f %% of the packets offered, want ≤ %.0f %%", 100*drops, 100*limit)
 			}
 			if testing.Short() {
 				return // the flows have not converged in 6 s; the full run asserts
