@@ -85,8 +85,8 @@ type Config struct {
 	// requests are rejected (handshake type 1002). Default 1024.
 	Backlog int
 
-	// noGRO: the socket reads without UDP_GRO (set by Dial for the socket it opens itself; see
-	// udpio.NewWithoutGRO). Not a user setting.
+	// noGRO: the socket turns UDP_GRO on only once bulk arrives (set by Dial for the socket it
+	// opens itself; see udpio.NewLazyGRO). Not a user setting.
 	noGRO bool
 
 	// Logger receives debug and warning events (handshake rejections, dropped packets by

@@ -113,7 +113,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	}
 	m.udp, _ = pc.(addrPortConn)
 	if cfg.noGRO {
-		m.io = udpio.NewWithoutGRO(pc)
+		m.io = udpio.NewLazyGRO(pc)
 	} else {
 		m.io = udpio.New(pc)
 	}

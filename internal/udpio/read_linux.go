@@ -110,7 +110,7 @@ func setIovec(iov *unix.Iovec, b []byte) {
 
 func (s *sysConn) readBatch(msgs []Message) (int, error) {
 	r := &s.r
-	if s.gro {
+	if s.gro.Load() {
 		if r.cur == r.nruns {
 			if err := r.fillGRO(); err != nil {
 				return 0, err
@@ -150,6 +150,9 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 		if s.stamps {
 			_, m.Time = r.parse(r.oob[i][:min(int(h.Hdr.Controllen), oobSize)])
 		}
+	}
+	if s.lazyGRO && r.n >= lazyGROBatch {
+		s.enableGRO()
 	}
 	return r.n, nil
 }

@@ -35,9 +35,12 @@ type sysConn struct {
 	rc     syscall.RawConn
 	family int // AF_INET or AF_INET6: the socket's, which decides the sockaddr we pass
 	gso    atomic.Bool
-	gro    bool
-	mmsg   bool
-	stamps bool // SO_TIMESTAMPNS is on: every datagram comes with an SCM_TIMESTAMPNS message
+	gro    atomic.Bool // UDP_GRO is on: reads go through the GRO buffers
+	// lazyGRO: GRO is off until a recvmmsg finds at least lazyGROBatch datagrams queued (bulk
+	// arriving); then the reader turns it on, between two reads. Owned by the reader.
+	lazyGRO bool
+	mmsg    bool
+	stamps  bool // SO_TIMESTAMPNS is on: every datagram comes with an SCM_TIMESTAMPNS message
 
 	// System calls made, for tests: GSO sends, sendmmsg calls.
 	gsoSends, mmsgCalls atomic.Uint64
@@ -58,7 +61,7 @@ func newSys(uc *net.UDPConn, o options) batcher {
 		s.family, domErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
 		// The option reads back 0 on a kernel that knows it (≥ 4.18), ENOPROTOOPT before.
 		_, segErr = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
-		if !o.noGRO {
+		if !o.noGRO && !o.lazyGRO {
 			groErr = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
 		}
 		// Software receive stamps (socket(7)): the kernel's time of arrival, in CLOCK_REALTIME.
@@ -70,14 +73,31 @@ func newSys(uc *net.UDPConn, o options) batcher {
 		return nil
 	}
 	s.gso.Store(segErr == nil && !o.noGSO)
-	s.gro = !o.noGRO && groErr == nil
+	s.gro.Store(!o.noGRO && !o.lazyGRO && groErr == nil)
+	s.lazyGRO = !o.noGRO && o.lazyGRO
 	s.stamps = !o.noStamps && tsErr == nil
 	s.scratch.New = func() any { return newWriter(s) }
 	s.r.init(s)
 	return s
 }
 
-func (s *sysConn) features() (gso, gro, mmsg bool) { return s.gso.Load(), s.gro, s.mmsg }
+func (s *sysConn) features() (gso, gro, mmsg bool) { return s.gso.Load(), s.gro.Load(), s.mmsg }
+
+// lazyGROBatch is how many datagrams one recvmmsg must find queued before a lazy-GRO socket turns
+// GRO on: a backlog that size means bulk is arriving.
+const lazyGROBatch = 16
+
+// enableGRO turns UDP_GRO on; the reader calls it between two reads, so the next read already uses
+// the GRO buffers and no glued datagram can land in a caller's small buffer.
+func (s *sysConn) enableGRO() {
+	s.lazyGRO = false
+	var err error
+	if cerr := s.rc.Control(func(fd uintptr) {
+		err = unix.SetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_GRO, 1)
+	}); cerr == nil && err == nil {
+		s.gro.Store(true)
+	}
+}
 
 // sockaddr is room for either kind of socket address.
 type sockaddr struct {

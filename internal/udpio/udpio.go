@@ -70,6 +70,7 @@ type Conn struct {
 // options force paths off, for tests and benchmarks.
 type options struct {
 	noGSO, noGRO, noMMsg bool
+	lazyGRO              bool // GRO off until bulk arrives (NewLazyGRO)
 	noStamps             bool // leave SO_TIMESTAMPNS off
 	portable             bool // use the per-datagram loop even for a *net.UDPConn
 }
@@ -84,12 +85,13 @@ type options struct {
 // New does not take ownership: closing pc is the caller's job, and ends the Conn.
 func New(pc net.PacketConn) *Conn { return newConn(pc, options{}) }
 
-// NewWithoutGRO is New without UDP_GRO: reads use recvmmsg (about 0.6 µs of CPU per datagram
-// instead of 0.25 µs), but opening and closing the socket stay cheap. Turning UDP_GRO on makes
-// the kernel enable a static key for the socket's lifetime, which costs about 0.7 ms at the
-// setsockopt and again at close on this kernel whenever no other GRO socket holds the key: too
-// much for a short-lived client socket whose Dial should take a few hundred µs.
-func NewWithoutGRO(pc net.PacketConn) *Conn { return newConn(pc, options{noGRO: true}) }
+// NewLazyGRO is New with UDP_GRO turned on only once bulk arrives (a recvmmsg finds 16 or more
+// datagrams queued); until then reads use recvmmsg. Turning UDP_GRO on makes the kernel enable a
+// static key for the socket's lifetime, which costs about 0.7 ms at the setsockopt and again at
+// close on this kernel whenever no other GRO socket holds the key: too much for a short-lived
+// client socket whose Dial should take a few hundred µs, but worth it (0.25 instead of 0.6 µs of
+// CPU per datagram) once the socket receives a bulk transfer.
+func NewLazyGRO(pc net.PacketConn) *Conn { return newConn(pc, options{lazyGRO: true}) }
 
 func newConn(pc net.PacketConn, o options) *Conn {
 	c := &Conn{pc: pc}
