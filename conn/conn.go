@@ -235,13 +235,14 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
 	for {
-		if isClosed(c.rdl.done()) {
-			return 0, c.opErr("read", os.ErrDeadlineExceeded)
-		}
 		c.mu.Lock()
-		if c.closed {
+		if c.closed { // before the deadline: use after Close is net.ErrClosed, as in package net
 			c.mu.Unlock()
 			return 0, c.opErr("read", net.ErrClosed)
+		}
+		if isClosed(c.rdl.done()) {
+			c.mu.Unlock()
+			return 0, c.opErr("read", os.ErrDeadlineExceeded)
 		}
 		n, err := c.ep.Read(b)
 		if n > 0 || err != nil {
@@ -275,6 +276,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 // (os.ErrDeadlineExceeded), the connection breaks, the peer shut down (ErrPeerShutdown) or Close
 // is called (net.ErrClosed). Errors come inside a *net.OpError.
 func (c *Conn) Write(b []byte) (int, error) {
+	if isClosed(c.closing) {
+		return 0, c.opErr("write", net.ErrClosed)
+	}
 	select {
 	case c.wsem <- struct{}{}:
 	case <-c.wdl.done():
@@ -285,13 +289,14 @@ func (c *Conn) Write(b []byte) (int, error) {
 	defer func() { <-c.wsem }()
 	sent := 0
 	for {
-		if isClosed(c.wdl.done()) {
-			return sent, c.opErr("write", os.ErrDeadlineExceeded)
-		}
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return sent, c.opErr("write", net.ErrClosed)
+		}
+		if isClosed(c.wdl.done()) {
+			c.mu.Unlock()
+			return sent, c.opErr("write", os.ErrDeadlineExceeded)
 		}
 		if c.deadErr != nil {
 			err := c.deadErr

@@ -86,3 +86,28 @@ func TestDialErrors(t *testing.T) {
 		t.Error("MSS 10 accepted")
 	}
 }
+
+// TestUseAfterClose: Read and Write after Close fail with net.ErrClosed inside a *net.OpError,
+// even with a deadline in the past (as package net does); Close is idempotent.
+func TestUseAfterClose(t *testing.T) {
+	c, s, ln := loopbackPair(t, nil)
+	defer ln.Close()
+	defer s.Close()
+	c.SetDeadline(time.Unix(1, 0))
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	for _, op := range []func() error{
+		func() error { _, err := c.Read(make([]byte, 8)); return err },
+		func() error { _, err := c.Write([]byte("x")); return err },
+	} {
+		err := op()
+		var oe *net.OpError
+		if !errors.As(err, &oe) || !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("after Close: %v, want net.ErrClosed in a *net.OpError", err)
+		}
+	}
+}
