@@ -89,19 +89,7 @@ func periodicMode(c common, p periodicConfig) error {
 			}
 			pc.Add(tasks[i]).Schedule(tasks[i].next)
 		}
-		finished := make(chan struct{})
-		go func() { wg.Wait(); close(finished) }()
-		tick := time.NewTicker(200 * time.Millisecond)
-	progress:
-		for {
-			select {
-			case <-finished:
-				break progress
-			case <-tick.C:
-				bar.Set64(min(int64(time.Since(start)/time.Millisecond), int64(p.duration/time.Millisecond)))
-			}
-		}
-		tick.Stop()
+		followProgress(bar, &wg, start, p.duration)
 		bar.Finish()
 		pc.Close()
 		closeWaiter(w)

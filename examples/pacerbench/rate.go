@@ -198,19 +198,7 @@ func rateOnce(c common, r rateConfig, name string) (rateRow, []float64, error) {
 	cpu0 := cpuTime()
 	p := pacer.New(w, pacer.Config{})
 	p.Add(f).Schedule(time.Time{})
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	tick := time.NewTicker(200 * time.Millisecond)
-progress:
-	for {
-		select {
-		case <-finished:
-			break progress
-		case <-tick.C:
-			bar.Set64(min(int64(time.Since(start)/time.Millisecond), int64(r.duration/time.Millisecond)))
-		}
-	}
-	tick.Stop()
+	followProgress(bar, &wg, start, r.duration)
 	p.Close()
 	wall := time.Since(start)
 	cpu := cpuTime() - cpu0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -133,4 +134,20 @@ func newBar(c common, n int64, desc string) *progressbar.ProgressBar {
 		progressbar.OptionThrottle(200*time.Millisecond),
 		progressbar.OptionClearOnFinish(),
 	)
+}
+
+// followProgress moves bar along the elapsed time (in ms, up to dur) every 200 ms until wg is done.
+func followProgress(bar *progressbar.ProgressBar, wg *sync.WaitGroup, start time.Time, dur time.Duration) {
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-finished:
+			return
+		case <-tick.C:
+			bar.Set64(min(int64(time.Since(start)/time.Millisecond), int64(dur/time.Millisecond)))
+		}
+	}
 }
