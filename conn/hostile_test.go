@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/rand/v2"
 	"net/netip"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,14 +105,9 @@ func TestHostileSpray(t *testing.T) {
 		c, s := simConnsOn(t, p, ln, cfg)
 
 		stop := make(chan struct{})
+		halt := sync.OnceFunc(func() { close(stop) })
+		defer halt()
 		sprayed := make(chan int, 1)
-		defer func() {
-			select {
-			case <-stop:
-			default:
-				close(stop)
-			}
-		}()
 		go func() {
 			r := rand.New(rand.NewPCG(1, 2))
 			n := 0
@@ -144,7 +140,7 @@ func TestHostileSpray(t *testing.T) {
 			}
 		}()
 		sendAndCheck(t, c, s, 8<<20, 4)
-		close(stop)
+		halt()
 		n := <-sprayed
 		cs, ss := c.Stats(), s.Stats()
 		t.Logf("sprayed %d packets; client drops %+v; server drops %+v", n, cs.Drops, ss.Drops)
@@ -164,22 +160,11 @@ func TestForgedACKNAK(t *testing.T) {
 		link := simnet.LinkConfig{Delay: 2 * time.Millisecond, Rate: 100e6, QueueBytes: 1 << 20}
 		p := simnet.NewPair(6, link, link)
 		defer p.Close()
-		cfg := simConfig()
-		ln, err := NewListener(p.B, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		c, s := simConnsOn(t, p, ln, cfg)
+		c, s := simConns(t, p, simConfig())
 		stop := make(chan struct{})
+		halt := sync.OnceFunc(func() { close(stop) })
+		defer halt()
 		done := make(chan struct{})
-		defer func() {
-			select {
-			case <-stop:
-			default:
-				close(stop)
-			}
-		}()
 		go func() {
 			defer close(done)
 			tick := time.NewTicker(time.Millisecond)
@@ -204,7 +189,7 @@ func TestForgedACKNAK(t *testing.T) {
 			}
 		}()
 		sendAndCheck(t, c, s, 4<<20, 5)
-		close(stop)
+		halt()
 		<-done
 		d := c.Stats().Drops
 		t.Logf("client drops %+v", d)
