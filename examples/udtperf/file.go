@@ -31,20 +31,28 @@ func checkName(name string) error {
 }
 
 // fileSink stores a received file inside a directory opened as an os.Root (so that neither the
-// name nor a symlink in the directory can lead outside it). Without -force the target name is
-// created exclusively up front; with -force the data goes to a temporary name and replaces the
-// target only when complete and verified. Abort removes whatever was written.
+// name nor a symlink in the directory can lead outside it). The data goes to a temporary file
+// next to the target, ".NAME.udtperf-RANDOM" (created exclusively, as os.CreateTemp does, but
+// inside the root), which takes the final name only in Commit, once the transfer is complete and
+// its SHA-256 verified. Abort removes it. The final name thus never holds a partial file, even
+// if this process dies mid-transfer (that leaves at most the hidden temporary file). An existing
+// target is refused up front unless force; without force, Commit also refuses to replace a
+// target that appeared during the transfer.
 type fileSink struct {
-	root *os.Root
-	f    *os.File
-	w    io.Writer
-	name string // final name
-	path string // name being written: name, or the temporary name with -force
+	root  *os.Root
+	f     *os.File
+	w     io.Writer
+	name  string // final name
+	tmp   string // temporary name being written
+	force bool
 }
 
 // wrapFileWriter, when set (tests only), wraps the writer of every received file: it stands in
 // for a full disk.
 var wrapFileWriter func(io.Writer) io.Writer
+
+// tempSuffix marks udtperf's temporary files: ".NAME" + tempSuffix + random hex.
+const tempSuffix = ".udtperf-"
 
 func openSink(dir, name string, force bool) (*fileSink, error) {
 	if dir == "" {
@@ -57,26 +65,20 @@ func openSink(dir, name string, force bool) (*fileSink, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot open the server's -dir: %v", err)
 	}
-	s := &fileSink{root: root, name: name, path: name}
-	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
-	if force {
-		if st, err := root.Lstat(name); err == nil && !st.Mode().IsRegular() {
+	if st, err := root.Lstat(name); err == nil {
+		if !force {
+			root.Close()
+			return nil, existsError(name)
+		}
+		if !st.Mode().IsRegular() {
 			root.Close()
 			return nil, fmt.Errorf("%q exists on the server and is not a regular file", name)
 		}
-		var r [6]byte
-		rand.Read(r[:])
-		s.path = "." + name + ".udtperf-" + hex.EncodeToString(r[:])
-		if len(s.path) > 255 {
-			s.path = ".udtperf-" + hex.EncodeToString(r[:])
-		}
 	}
-	f, err := root.OpenFile(s.path, flags, 0o644)
+	s := &fileSink{root: root, name: name, force: force}
+	f, err := s.createTemp()
 	if err != nil {
 		root.Close()
-		if errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("file %q already exists on the server (start the server with -force to overwrite)", name)
-		}
 		return nil, fmt.Errorf("cannot create %q on the server: %v", name, err)
 	}
 	s.f, s.w = f, f
@@ -84,6 +86,27 @@ func openSink(dir, name string, force bool) (*fileSink, error) {
 		s.w = wrapFileWriter(f)
 	}
 	return s, nil
+}
+
+// createTemp creates the temporary file exclusively under a fresh random name.
+func (s *fileSink) createTemp() (*os.File, error) {
+	for range 10 {
+		var r [6]byte
+		rand.Read(r[:])
+		s.tmp = "." + s.name + tempSuffix + hex.EncodeToString(r[:])
+		if len(s.tmp) > 255 {
+			s.tmp = tempSuffix[1:] + hex.EncodeToString(r[:])
+		}
+		f, err := s.root.OpenFile(s.tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+		if !errors.Is(err, fs.ErrExist) {
+			return f, err
+		}
+	}
+	return nil, errors.New("no free temporary name")
+}
+
+func existsError(name string) error {
+	return fmt.Errorf("file %q already exists on the server (start the server with -force to overwrite)", name)
 }
 
 func (s *fileSink) Write(p []byte) (int, error) {
@@ -98,26 +121,49 @@ func (s *fileSink) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// Commit flushes the file to disk and gives it its final name.
+// Commit flushes the temporary file to disk and gives it the final name; on failure it
+// removes the temporary file.
 func (s *fileSink) Commit() error {
 	defer s.root.Close()
 	err := s.f.Sync()
 	if cerr := s.f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil && s.path != s.name {
-		err = s.root.Rename(s.path, s.name)
+	if err == nil {
+		err = s.rename()
 	}
 	if err != nil {
-		s.root.Remove(s.path)
-		return fmt.Errorf("cannot store %q: %v (partial file removed)", s.name, err)
+		s.root.Remove(s.tmp)
+		return fmt.Errorf("cannot store %q: %v (received data discarded)", s.name, err)
 	}
 	return nil
 }
 
-// Abort closes and removes the partial file.
+// rename moves the temporary file onto the final name. Without force it must not replace a
+// file that appeared meanwhile: a hard link fails if the name exists; where the file system
+// has no hard links, a check just before the rename has to do.
+func (s *fileSink) rename() error {
+	if s.force {
+		return s.root.Rename(s.tmp, s.name)
+	}
+	appeared := errors.New("a file of that name appeared during the transfer (the server has no -force)")
+	err := s.root.Link(s.tmp, s.name)
+	switch {
+	case err == nil:
+		s.root.Remove(s.tmp)
+		return nil
+	case errors.Is(err, fs.ErrExist):
+		return appeared
+	}
+	if _, err := s.root.Lstat(s.name); err == nil {
+		return appeared
+	}
+	return s.root.Rename(s.tmp, s.name)
+}
+
+// Abort closes and removes the temporary file; the final name is untouched.
 func (s *fileSink) Abort() {
 	s.f.Close()
-	s.root.Remove(s.path)
+	s.root.Remove(s.tmp)
 	s.root.Close()
 }
