@@ -46,7 +46,7 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 		writeTable(stdout, []Row{row})
 		summaryLines(stdout, "", &row)
 		if o.file != "" {
-			fmt.Fprintf(stdout, "sent %s as %q: %d bytes, sha256 %s\n", o.file, row.File, row.Bytes, row.SenderSHA256)
+			fmt.Fprintf(stdout, "sent %s as %q: %d bytes, sha256 %s\n", o.file, h.Name, row.Bytes, row.SenderSHA256)
 		}
 	}
 	if !row.SHA256OK {
@@ -123,7 +123,9 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 	if !sender {
 		row.Direction = "server->client"
 	}
-	row.File = h.Name
+	if h.Name != "" {
+		row.File = new(h.Name)
+	}
 	return row, nil
 }
 

@@ -33,6 +33,7 @@ func TestClientModes(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
 				t.Fatalf("%s %s: JSON %v: %s", proto, tc.name, err, out)
 			}
+			checkRowKeys(t, []byte(out))
 			r := doc.Results[0]
 			if r.Protocol != proto || r.Direction != tc.dir || !r.SHA256OK || r.Bytes == 0 {
 				t.Errorf("%s %s: row %+v", proto, tc.name, r)
@@ -55,6 +56,7 @@ func TestClientModes(t *testing.T) {
 		if err := json.Unmarshal([]byte(l), &doc); err != nil || len(doc.Results) != 1 || !doc.Results[0].SHA256OK {
 			t.Errorf("server line %q: %v", l, err)
 		}
+		checkRowKeys(t, []byte(l))
 	}
 	// Stop the server the way a user does: Ctrl-C (the server has SIGINT registered).
 	self, _ := os.FindProcess(os.Getpid())

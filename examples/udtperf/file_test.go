@@ -50,8 +50,11 @@ func TestFileRoundTrip(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &doc); err != nil || len(doc.Results) != 1 {
 				t.Fatalf("client JSON: %v\n%s", err, out)
 			}
+			if m := checkRowKeys(t, []byte(out)); m[0]["file"] != "data.bin" {
+				t.Errorf("JSON file = %#v", m[0]["file"])
+			}
 			r := doc.Results[0]
-			if !r.SHA256OK || r.SenderSHA256 != sum || r.ReceiverSHA256 != sum || r.File != "data.bin" {
+			if !r.SHA256OK || r.SenderSHA256 != sum || r.ReceiverSHA256 != sum || r.File == nil || *r.File != "data.bin" {
 				t.Errorf("row %+v, want digest %s for data.bin", r, sum)
 			}
 			got, err := os.ReadFile(filepath.Join(dir, "data.bin"))

@@ -161,6 +161,7 @@ func TestSelfSmoke(t *testing.T) {
 	if dec.More() {
 		t.Fatalf("more than one JSON document on stdout:\n%s", out)
 	}
+	checkRowKeys(t, []byte(out)) // every documented key, null or not
 	rows := doc["results"]
 	if len(rows) != len(wantRows) {
 		t.Fatalf("%d results, want %d", len(rows), len(wantRows))
@@ -190,6 +191,9 @@ func TestSelfSmoke(t *testing.T) {
 		}
 		if r["protocol"] == "udt" && r["pkts_per_wake"] == nil {
 			t.Errorf("%s: pkts_per_wake is null", name)
+		}
+		if udt := r["protocol"] == "udt"; (r["cc"] != nil) != udt || (r["strict"] != nil) != udt {
+			t.Errorf("%s: cc %v, strict %v (null exactly for tcp and quic)", name, r["cc"], r["strict"])
 		}
 	}
 }

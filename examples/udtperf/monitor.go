@@ -144,7 +144,8 @@ func (m *monitor) emit(begin, now time.Time) {
 	}
 }
 
-// stop ends the monitor, records a last partial interval, clears the bar and returns the intervals.
+// stop ends the monitor, records a last partial interval, clears the bar and returns the
+// intervals: nil without -interval.
 func (m *monitor) stop() []Interval {
 	select {
 	case <-m.done:
@@ -167,5 +168,8 @@ func (m *monitor) stop() []Interval {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.interval > 0 && m.intervals == nil {
+		return []Interval{} // JSON [], not null: -interval was on
+	}
 	return m.intervals
 }

@@ -9,14 +9,15 @@ import (
 )
 
 // Row is one transfer's result: a line of the table, an object of the JSON "results" array.
-// Field names are udtperf's stable JSON schema (README); a null means not available.
+// Field names are udtperf's stable JSON schema (README): every key is always present, null
+// where it does not apply or is not available.
 type Row struct {
 	Protocol          string     `json:"protocol"`              // udt, tcp or quic
 	Backend           string     `json:"backend"`               // udt pacer backend of the sender; "" for tcp and quic
-	CC                string     `json:"cc,omitempty"`          // udt congestion control (udt, fixed:RATE)
-	Strict            bool       `json:"strict,omitempty"`      // udt strict pacing
-	Direction         string     `json:"direction,omitempty"`   // client->server or server->client
-	File              string     `json:"file,omitempty"`        // file mode: the base name
+	CC                *string    `json:"cc"`                    // udt congestion control (udt, udt-lt, fixed:RATE); nil for tcp and quic
+	Strict            *bool      `json:"strict"`                // udt strict pacing; nil for tcp and quic
+	Direction         string     `json:"direction"`             // client->server or server->client
+	File              *string    `json:"file"`                  // file mode: the base name; nil otherwise
 	Bytes             int64      `json:"bytes"`                 // payload bytes delivered
 	Seconds           float64    `json:"seconds"`               // sender's first byte to the receiver's report
 	GoodputMbps       float64    `json:"goodput_mbps"`          // bytes·8 / seconds / 10^6
@@ -28,10 +29,25 @@ type Row struct {
 	SenderSHA256      string     `json:"sender_sha256"`
 	ReceiverSHA256    string     `json:"receiver_sha256"`
 	SHA256OK          bool       `json:"sha256_ok"` // digests and byte counts of both ends agree
-	Intervals         []Interval `json:"intervals,omitempty"`
-	Error             string     `json:"error,omitempty"` // why the row failed (self mode)
+	Intervals         []Interval `json:"intervals"` // with -interval (maybe empty); nil without
+	Error             *string    `json:"error"`     // why the row failed (self mode); nil if it did not
 	senderElapsedNs   int64
 	receiverElapsedNs int64
+}
+
+// udtSettings are a row's cc and strict: set for udt, nil (JSON null) for tcp and quic.
+func udtSettings(proto, cc string, strict bool) (*string, *bool) {
+	if proto != "udt" {
+		return nil, nil
+	}
+	return &cc, &strict
+}
+
+// failedRow is a self-mode row for a transfer that failed.
+func failedRow(proto, backend, cc string, strict bool, err error) Row {
+	r := Row{Protocol: proto, Backend: backend, Direction: "client->server", Error: new(err.Error())}
+	r.CC, r.Strict = udtSettings(proto, cc, strict)
+	return r
 }
 
 // Interval is one -interval line, as seen by the client.
@@ -51,7 +67,7 @@ type Interval struct {
 // makeRow joins the sender's and the receiver's reports.
 func makeRow(snd, rcv *report) Row {
 	r := Row{
-		Protocol: snd.Protocol, Backend: snd.Backend, CC: snd.CC, Strict: snd.Strict,
+		Protocol: snd.Protocol, Backend: snd.Backend,
 		Bytes: rcv.Bytes, Seconds: float64(snd.ElapsedNs) / 1e9,
 		RetransPct: snd.Retrans, RTTms: snd.RTTms, PktsPerWake: snd.PerWake,
 		SenderSHA256: snd.SHA256, ReceiverSHA256: rcv.SHA256,
@@ -69,6 +85,7 @@ func makeRow(snd, rcv *report) Row {
 		return &v
 	}
 	r.SenderCPU, r.ReceiverCPU = perGB(snd.CPUNs), perGB(rcv.CPUNs)
+	r.CC, r.Strict = udtSettings(snd.Protocol, snd.CC, snd.Strict)
 	return r
 }
 
@@ -86,8 +103,8 @@ func writeTable(w io.Writer, rows []Row) {
 	fmt.Fprintln(tw, "protocol/backend\tgoodput Mbit/s\tretrans %\tRTT ms\tsnd CPU s/GB\trcv CPU s/GB\tpkts/wake\tsha256\t")
 	for i := range rows {
 		r := &rows[i]
-		if r.Error != "" {
-			fmt.Fprintf(tw, "%s\tfailed: %s\t\t\t\t\t\t\t\n", r.name(), r.Error)
+		if r.Error != nil {
+			fmt.Fprintf(tw, "%s\tfailed: %s\t\t\t\t\t\t\t\n", r.name(), *r.Error)
 			continue
 		}
 		ok := "ok"

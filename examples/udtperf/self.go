@@ -64,7 +64,7 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	for _, sp := range specs {
 		row, err := selfRow(exe, o, sp, stdout, stderr)
 		if err != nil {
-			row = Row{Protocol: sp.proto, Backend: sp.backend, Error: err.Error()}
+			row = failedRow(sp.proto, sp.backend, o.tr.cc, o.tr.strict, err)
 			fmt.Fprintf(stderr, "udtperf: %s: %v\n", sp.label(), err)
 			failed++
 		} else if !row.SHA256OK {

@@ -325,7 +325,9 @@ func (s *server) handle(c transportConn, proto string) error {
 	if sender {
 		row.Direction = "server->client"
 	}
-	row.File = h.Name
+	if h.Name != "" {
+		row.File = new(h.Name)
+	}
 	s.outMu.Lock()
 	defer s.outMu.Unlock()
 	if s.o.out.json {
