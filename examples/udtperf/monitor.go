@@ -12,8 +12,9 @@ import (
 	"golang.org/x/term"
 )
 
-// monitor watches a running session: per-interval samples (-interval) and, on a terminal,
-// a progress bar with rate and ETA on stderr. It owns one goroutine, ended by stop.
+// monitor watches a running session: per-interval samples (-interval) and, on a terminal
+// (never with -json), a progress bar with rate and ETA on stderr. It owns one goroutine, ended
+// by stop.
 type monitor struct {
 	s        *session
 	sender   bool
@@ -51,18 +52,7 @@ func startMonitor(s *session, sender bool, o *outputFlags, stdout, stderr io.Wri
 		m.lines = stdout
 	}
 	if !o.json && !o.noProgress && isTerminal(stderr) {
-		opts := []progressbar.Option{
-			progressbar.OptionSetWriter(stderr), progressbar.OptionSetDescription(label),
-			progressbar.OptionSetWidth(30), progressbar.OptionThrottle(100 * time.Millisecond),
-			progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
-		}
-		if bytes > 0 {
-			opts = append(opts, progressbar.OptionShowBytes(true), progressbar.OptionShowCount())
-			m.bar = progressbar.NewOptions64(bytes, opts...)
-		} else {
-			m.bar = progressbar.NewOptions64(dur.Milliseconds(), opts...)
-			m.barTime = true
-		}
+		m.bar, m.barTime = newBar(stderr, label, bytes, dur)
 	}
 	if m.bar == nil && m.interval == 0 {
 		close(m.done)
@@ -72,11 +62,86 @@ func startMonitor(s *session, sender bool, o *outputFlags, stdout, stderr io.Wri
 	return m
 }
 
+// newBar makes the progress bar: of bytes for a transfer of that many bytes (the library shows
+// the rate), else of the milliseconds of dur (barTime), the rate then in the description.
+func newBar(w io.Writer, label string, bytes int64, dur time.Duration) (bar *progressbar.ProgressBar, barTime bool) {
+	opts := []progressbar.Option{
+		progressbar.OptionSetWriter(w), progressbar.OptionSetWidth(30),
+		progressbar.OptionThrottle(100 * time.Millisecond),
+		progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish(),
+	}
+	if bytes > 0 {
+		opts = append(opts, progressbar.OptionSetDescription(label),
+			progressbar.OptionShowBytes(true), progressbar.OptionShowCount())
+		return progressbar.NewOptions64(bytes, opts...), false
+	}
+	opts = append(opts, progressbar.OptionSetDescription(rateDescription(label, 0, false)))
+	return progressbar.NewOptions64(dur.Milliseconds(), opts...), true
+}
+
+// rateDescription is a timed bar's description: the label and the current rate ("-" before
+// the first measurement), in a fixed width so that the bar does not jump.
+func rateDescription(label string, mbps float64, ok bool) string {
+	if !ok {
+		return fmt.Sprintf("%s %8s Mbit/s", label, "-")
+	}
+	return fmt.Sprintf("%s %8.1f Mbit/s", label, mbps)
+}
+
+// Rate shown on a timed bar: refreshed every barRateStep, over the last barRateWindow (or since
+// the start while shorter).
+const (
+	barRateStep   = 250 * time.Millisecond
+	barRateWindow = time.Second
+)
+
+// rateMeter measures the current rate from (time, byte count) samples.
+type rateMeter struct {
+	samples []sample // oldest first; the oldest is the last one at least barRateWindow old
+}
+
+func (r *rateMeter) add(at time.Time, n int64) {
+	r.samples = append(r.samples, sample{at: at, bytes: n})
+	for len(r.samples) > 2 && at.Sub(r.samples[1].at) >= barRateWindow {
+		r.samples = r.samples[1:]
+	}
+}
+
+// mbps is the rate between the oldest and the newest sample; false before two samples.
+func (r *rateMeter) mbps() (float64, bool) {
+	if len(r.samples) < 2 {
+		return 0, false
+	}
+	a, b := r.samples[0], r.samples[len(r.samples)-1]
+	d := b.at.Sub(a.at).Seconds()
+	if d <= 0 {
+		return 0, false
+	}
+	return float64(b.bytes-a.bytes) * 8 / d / 1e6, true
+}
+
+// barBytes is the byte count the bar shows. For a sender whose transport exposes its send
+// buffer's backlog (udt), it counts the bytes that have left the buffer (acknowledged), not
+// those written into it: a sender first fills its buffer (udt's holds 8192 packets, about
+// 12 MB) at memory speed, which would show a rate far above the path's, then 0 while the
+// buffer drains at the end of a timed run. The count never goes backwards.
+func (m *monitor) barBytes(prev int64) int64 {
+	n := m.s.moved.Load()
+	if b, ok := m.s.c.(interface{ backlog() int64 }); ok && m.sender {
+		n -= b.backlog()
+	}
+	return max(n, prev)
+}
+
 func (m *monitor) run(label string) {
 	defer close(m.done)
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
-	var barPrev sample
+	var (
+		rate    rateMeter
+		shown   int64     // bytes on the bar
+		rateDue time.Time // next rate refresh
+	)
 	for {
 		select {
 		case <-m.quit:
@@ -89,24 +154,29 @@ func (m *monitor) run(label string) {
 			begin := time.Unix(0, start)
 			if m.last.at.IsZero() {
 				m.last = sample{at: begin, lost: math.NaN(), retr: math.NaN()}
-				barPrev = m.last
+				rate.add(begin, 0)
+				rateDue = begin.Add(barRateStep)
 			}
 			if m.interval > 0 && now.Sub(m.last.at) >= m.interval {
 				m.emit(begin, now)
 			}
-			if m.bar != nil {
-				n := m.s.moved.Load()
-				if m.barTime {
-					if d := now.Sub(barPrev.at); d >= 500*time.Millisecond {
-						rate := float64(n-barPrev.bytes) * 8 / d.Seconds() / 1e6
-						m.bar.Describe(fmt.Sprintf("%s %8.1f Mbit/s", label, rate))
-						barPrev = sample{at: now, bytes: n}
-					}
-					m.bar.Set64(min(now.Sub(begin).Milliseconds(), m.bar.GetMax64()))
-				} else {
-					m.bar.Set64(n)
-				}
+			if m.bar == nil {
+				continue
 			}
+			shown = m.barBytes(shown)
+			if !m.barTime {
+				m.bar.Set64(shown)
+				continue
+			}
+			if !now.Before(rateDue) {
+				rate.add(now, shown)
+				v, ok := rate.mbps()
+				m.bar.Describe(rateDescription(label, v, ok))
+				rateDue = now.Add(barRateStep)
+			}
+			// Short of the end until stop: a full bar finishes (and vanishes), while the rate
+			// stays worth showing if the sender's buffer drains past -time.
+			m.bar.Set64(min(now.Sub(begin).Milliseconds(), m.bar.GetMax64()-1))
 		}
 	}
 }
