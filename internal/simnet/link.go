@@ -29,6 +29,14 @@ type LinkConfig struct {
 	// QueuePackets limits the drop-tail queue in packets; 0 means no packet limit. Used only
 	// with a Rate.
 	QueuePackets int
+	// BucketBytes, if positive, makes the Rate a token-bucket shaper, as Linux's tbf qdisc with
+	// burst BucketBytes, instead of a serial link: tokens accrue at Rate up to BucketBytes, and a
+	// packet leaves (in zero time) as soon as the bucket holds its size (len + Overhead), in FIFO
+	// order. Back-to-back packets then pass at wire speed while the bucket lasts, which is what
+	// fools packet-pair capacity estimates (UDT spec §6.2) behind real shapers. It should be at
+	// least one packet's size; a smaller bucket holds a packet until its own size has accrued.
+	// Used only with a Rate.
+	BucketBytes int
 
 	// MTU drops datagrams longer than MTU bytes; 0 means no limit.
 	MTU int
@@ -101,6 +109,7 @@ type Link struct {
 	geBad     bool      // Gilbert–Elliott state
 	patternN  int       // position in the BurstEvery cycle
 	busyUntil time.Time // when the transmitter finishes the last queued packet
+	tat       time.Time // token bucket: when the bucket would be full again (GCRA's theoretical arrival time)
 	lastArr   time.Time // latest in-order arrival, for FIFO jitter
 	queue     []queued  // serialisation FIFO: departure time and size
 	qhead     int
@@ -211,6 +220,26 @@ func (l *Link) txTime(size int) time.Duration {
 	return time.Duration(bits * int64(time.Second) / l.cfg.Rate)
 }
 
+// shape returns when a packet of size bytes entering the token-bucket shaper at now leaves it:
+// the generic cell rate algorithm (ITU-T I.371) with increment txTime(size) and a tolerance of
+// the bucket's depth less one packet, after the previous departure (FIFO). Caller holds net.mu.
+func (l *Link) shape(size int, now time.Time) time.Time {
+	inc := l.txTime(size)
+	tau := l.txTime(l.cfg.BucketBytes-l.cfg.Overhead) - inc // the bucket's depth in time, less this packet
+	dep := now
+	if t := l.tat.Add(-tau); t.After(dep) {
+		dep = t
+	}
+	if l.busyUntil.After(dep) {
+		dep = l.busyUntil
+	}
+	if l.tat.Before(dep) {
+		l.tat = dep
+	}
+	l.tat = l.tat.Add(inc)
+	return dep
+}
+
 // enter puts p, at position hop of its path, on the link at time now. Caller holds net.mu.
 func (l *Link) enter(p *packet, hop int, now time.Time) {
 	c := &l.cfg
@@ -246,10 +275,14 @@ func (l *Link) transmit(p *packet, hop int, now time.Time) {
 			putPacket(p)
 			return
 		}
-		if l.busyUntil.After(dep) {
-			dep = l.busyUntil
+		if c.BucketBytes > 0 {
+			dep = l.shape(size, now)
+		} else {
+			if l.busyUntil.After(dep) {
+				dep = l.busyUntil
+			}
+			dep = dep.Add(l.txTime(size))
 		}
-		dep = dep.Add(l.txTime(size))
 		l.busyUntil = dep
 		l.queue = append(l.queue, queued{dep: dep, size: size})
 		l.qbytes += size
