@@ -38,12 +38,15 @@ type Params struct {
 // zero RTT, RecvRate or Bandwidth means "no value"; the native controller then keeps the previous
 // one.
 type ACK struct {
-	Seq       uint32        // the ACK number: the first sequence number not yet received (31 bits)
-	RTT       time.Duration // the sender's smoothed RTT after this ACK (spec §4.2)
-	RTTVar    time.Duration // the sender's smoothed RTT variance
-	RecvRate  int           // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
-	Bandwidth int           // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
-	CurrSeq   uint32        // the largest sequence number sent so far
+	Seq    uint32        // the ACK number: the first sequence number not yet received (31 bits)
+	RTT    time.Duration // the sender's smoothed RTT after this ACK (spec §4.2)
+	RTTVar time.Duration // the sender's smoothed RTT variance
+	// PeerRTT is the RTT the ACK carries (ACK word 2, spec §2.3): the receiver's smoothed RTT,
+	// which RTT smooths once more; it follows a growing queue sooner. 0 if none.
+	PeerRTT   time.Duration
+	RecvRate  int    // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
+	Bandwidth int    // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
+	CurrSeq   uint32 // the largest sequence number sent so far
 }
 
 // Range is an inclusive range of lost sequence numbers (31 bits, wrap-aware).

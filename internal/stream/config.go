@@ -72,7 +72,8 @@ type Config struct {
 	// Start is when the connection started; header timestamps are µs since Start (32 bits, wrapping).
 	Start time.Time
 	// Burst caps the packets the pacing schedule lets leave back to back to catch up with a late
-	// pacer (pacer.SchedulerConfig.Burst); 0 means pacer.DefaultBurst.
+	// pacer (pacer.SchedulerConfig.Burst); 0 means pacer.DefaultBurst. Below that cap the engine
+	// allows 2 ms of the current rate, at least 10 packets (see burstFor).
 	Burst int
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.

@@ -29,14 +29,16 @@ func (e *Endpoint) rttSample(s time.Duration) {
 }
 
 // rttPeerField folds in the RTT words of a full or medium ACK (µs), the peer's smoothed RTT, which
-// the sender takes as a sample (spec §4.2).
-func (e *Endpoint) rttPeerField(rttUs, rttVarUs uint32) {
+// the sender takes as a sample (spec §4.2). It returns the sample taken, 0 if none.
+func (e *Endpoint) rttPeerField(rttUs, rttVarUs uint32) time.Duration {
 	if int32(rttUs) <= 0 {
-		return
+		return 0
 	}
 	if !e.rtt.Measured() && time.Duration(rttUs)*time.Microsecond == rtt.InitialRTT &&
 		time.Duration(rttVarUs)*time.Microsecond == rtt.InitialRTTVar {
-		return
+		return 0
 	}
-	e.rttSample(time.Duration(rttUs) * time.Microsecond)
+	s := time.Duration(rttUs) * time.Microsecond
+	e.rttSample(s)
+	return s
 }

@@ -187,12 +187,12 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		return true // a repeated or reordered ACK
 	}
 	e.sndLastDataAck = ack
-	e.rttPeerField(a.RTT, a.RTTVar)
+	peerRTT := e.rttPeerField(a.RTT, a.RTTVar)
 	if a.Form == packet.ACKFull {
 		e.peerRates.OnFullACK(a.RecvRate, a.Capacity)
 	}
 	e.cc.OnACK(now, congestion.ACK{
-		Seq: uint32(ack), RTT: e.rtt.RTT(), RTTVar: e.rtt.RTTVar(),
+		Seq: uint32(ack), RTT: e.rtt.RTT(), RTTVar: e.rtt.RTTVar(), PeerRTT: peerRTT,
 		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
