@@ -17,13 +17,34 @@ const (
 	// the delay: 2 %, BBRv2's loss threshold.
 	LossTolerantLossRate = 0.02
 	// LossTolerantMinSample and LossTolerantMaxSample bound the span of sequence numbers over
-	// which the loss rate is measured: two RTTs of packets at the receive rate, at least 500 and
+	// which the loss rate is measured: two RTTs of packets at the receive rate, at least 2000 and
 	// at most 5000 packets.
-	LossTolerantMinSample = 500
+	LossTolerantMinSample = 2000
 	LossTolerantMaxSample = 5000
 	// LossTolerantWindowGain multiplies the rate term of the native window after slow start:
 	// cwnd = 6·RecvRate·(RTT+SYN) + 16 packets.
 	LossTolerantWindowGain = 6
+	// LossTolerantMinDeepQueue is the floor of the deep-queue threshold (min RTT/2), for paths
+	// of a few ms or less: 4 ms, four times LossTolerantMinQueueDelay.
+	LossTolerantMinDeepQueue = 4 * time.Millisecond
+	// LossTolerantDelayCut is the rate, as a fraction of the receive rate, to which a queue above
+	// the delay threshold cuts the sending rate without any loss: 0.95, which drains a queue at
+	// the threshold (min RTT/8) in about two RTTs.
+	LossTolerantDelayCut = 0.95
+	// LossTolerantFloor is the least rate, as a fraction of the receive rate, that a congestion
+	// signal below the deep-queue threshold may cut the sending rate to: 0.85.
+	LossTolerantFloor = 0.85
+	// LossTolerantReturnGrowth is the increase, as a fraction of the rate per SYN (1 %, 2.7× per
+	// second), while the rate is below LossTolerantDelayCut of the highest receive rate of the
+	// last LossTolerantMaxRateAge and no queue is seen: back quickly to what the path delivered,
+	// as CUBIC's concave region returns to the window of its last loss (RFC 9438 §4.2).
+	LossTolerantReturnGrowth = 0.01
+	// LossTolerantMaxRateAge is how long a receive rate counts as recently delivered.
+	LossTolerantMaxRateAge = 2 * time.Second
+	// LossTolerantMinGrowth and LossTolerantMaxGrowth bound the increase while no queue is seen,
+	// as a fraction of the rate per SYN: 0.1 % (10.5 % per second) to 0.25 % (28 % per second).
+	LossTolerantMinGrowth = 0.001
+	LossTolerantMaxGrowth = 0.0025
 )
 
 // ltRanges is the number of recent loss ranges kept for the loss rate: enough for 5 % loss in
@@ -53,13 +74,15 @@ const ltRanges = 256
 // passed to the native decrease, when
 //
 //   - the loss rate is high: more than LossTolerantLossRate (2 %) of the sequence numbers of the
-//     last two RTTs (RecvRate·2·RTT packets, 500 to 5000) up to the NAK's newest loss were
+//     last two RTTs (RecvRate·2·RTT packets, 2000 to 5000) up to the NAK's newest loss were
 //     reported lost. BBRv2 backs off above the same 2 % (Cardwell et al., "BBR v2", IETF 104
 //     ICCRG, 2019). Counting over sequence numbers, not time, keeps the estimate true when the
 //     rate changes; two RTTs are short enough to see the burst of drops of a drop-tail queue's
-//     overflow (several % of a flow's packets in that RTT), and long enough that 1 % random loss
-//     rarely passes 2 % (Poisson: over 500 packets P ≈ 1.4 %, over 1000 P ≈ 0.2 %, over 1666 —
-//     100 Mbit/s at 100 ms — P ≈ 0.01 %; a false signal costs one decrease). Every NAK then goes
+//     overflow (several % of a flow's packets in that RTT), and 2000 packets are enough that 1 %
+//     random loss hardly ever passes 2 % (Poisson: over 500 packets P ≈ 1.4 %, over 1000
+//     P ≈ 0.16 %, over 2000 P ≈ 0.003 %). The test runs at every NAK, so with 500 a path with
+//     1 % loss saw a false signal about once a second (measured on the testbed at 20 ms RTT).
+//     Every NAK then goes
 //     to the native algorithm, with its several decreases per congestion period, so that at an
 //     overflow LossTolerant backs off as much as a native flow does;
 //   - or the queue has grown: the smoothed RTT exceeds the smallest seen by more than
@@ -72,17 +95,46 @@ const ltRanges = 256
 //     RTT show the effect of one decrease before the next: after a cut of 1/9 a queue at the
 //     threshold drains in about one min RTT;
 //   - or the queue has grown and the controller is in slow start, or the queue exceeds
-//     min RTT·LossTolerantNativeQueueDelay (half the min RTT), without the spacing: every such
-//     NAK goes to the native algorithm. Alone, the controller keeps its own queue near the
-//     threshold above (min RTT/8); a queue four times deeper is held by other, loss-based
-//     flows, and to share with them fairly it must react to loss as they do. Copa switches to a
-//     TCP-competitive mode on the same evidence (Arun, Balakrishnan, "Copa: Practical
-//     Delay-Based Congestion Control for the Internet", NSDI 2018).
+//     max(min RTT·LossTolerantNativeQueueDelay, LossTolerantMinDeepQueue) (half the min RTT,
+//     at least 4 ms: "deep"), without the spacing: every such NAK goes to the native algorithm.
+//     Alone, the controller keeps its own queue near the threshold above (min RTT/8); a queue
+//     four times deeper is usually held by other, loss-based flows, and to share with them
+//     fairly it must react to loss as they do. Copa switches to a TCP-competitive mode on the
+//     same evidence (Arun, Balakrishnan, "Copa: Practical Delay-Based Congestion Control for the
+//     Internet", NSDI 2018).
 //
 // Any other NAK is a random loss: it is counted and otherwise ignored, so it neither decreases
 // the rate nor blocks the next increase (the native "no increase in the SYN after a loss").
 // conn still retransmits every lost packet. A retransmission timeout (EXP) always reaches the
 // native algorithm.
+//
+// # Rate control around the queue
+//
+// The native increase is driven by the packet-pair capacity estimate (spec §6.2), which a
+// token-bucket shaper (a policer, Linux tbf) inflates tenfold whenever its bucket holds tokens,
+// and its decrease is blind to what the path delivers. LossTolerant therefore bounds both by the
+// queueing delay q = smoothed RTT − min RTT (the RTT being the one the ACK carries, smoothed
+// once, ACK.PeerRTT) and the receive rate R (spec §6.1, ACK.RecvRate):
+//
+//   - Increase. With no queue (q at most the threshold), the native increase is bounded to
+//     LossTolerantMinGrowth–LossTolerantMaxGrowth of the rate per SYN (10–28 % per second), and
+//     is LossTolerantReturnGrowth (1 % per SYN) while the rate is under 0.95 of the highest R of
+//     the last LossTolerantMaxRateAge after a decrease of its own: back quickly to what the path
+//     delivered, as CUBIC's concave region returns to its last maximum (RFC 9438 §4.2). With a
+//     queue above the threshold the increase is the native floor, 0.01 packets per SYN; with a
+//     deep queue or other flows holding it (below), the native increase.
+//   - Delay cut. In congestion avoidance, a queue above the threshold cuts the rate to
+//     LossTolerantDelayCut·R (0.95 R) without waiting for a loss, at most once per cutSpacing
+//     (two RTTs plus 8 SYNs, the time for a cut to show in the smoothed RTT). Anchored to R, the
+//     cut does not compound while the queue drains.
+//   - Competition. If the queue has not fallen one cutSpacing after a delay cut, other flows
+//     hold it: the cut is undone (as TCP undoes a spurious decrease, RFC 3522) and, until the
+//     queue falls under the threshold again, the controller makes no delay cuts and uses the
+//     native increase and decrease, as in a deep queue.
+//   - Floor. A congestion decrease leaves at least LossTolerantFloor·R (0.85 R) unless the queue
+//     is deep or held by others; also after slow start ends on congestion, until the queue has
+//     drained, since that overshoot is the controller's own (the native algorithm would cut
+//     five times per congestion period, to 0.55 of the rate, for one overshoot).
 //
 // Two more changes make the native algorithm work under sustained random loss:
 //
@@ -94,17 +146,17 @@ const ltRanges = 256
 //     slow start its rate term is multiplied by LossTolerantWindowGain (6): enough to keep
 //     sending through a lost retransmission's repair, about 5 RTTs. BBR likewise keeps a window
 //     of a multiple of the BDP and lets the pacing rate set the rate; so does this controller.
-//   - The increase. The native rate control runs on ACKs that advance the acknowledged number,
+//   - The catch-up. The native rate control runs on ACKs that advance the acknowledged number,
 //     at most once per SYN, one increase per run. Under random loss ACKs stall behind holes and
 //     the native rate grows a third as fast; LossTolerant applies one increase per SYN elapsed
 //     since the previous run or the last congestion signal, whichever is later (at most two
-//     RTTs' worth), so the growth per second is the native's on a clean path, and a stall
-//     caused by congestion earns nothing.
+//     RTTs' worth), so the growth per second is the one above, and a stall caused by congestion
+//     earns nothing.
 //
 // Losses are counted once: only the part of a NAK beyond the largest loss already reported
 // counts, so the receiver's periodic re-reports (spec §4.4) do not inflate the loss rate. The
-// minimum RTT is the smallest smoothed RTT of the connection's life, never aged out (BBR ages its
-// own over 10 s): if the path's RTT grows, losses look like congestion and the controller falls
+// minimum RTT is the smallest RTT of the connection's life, never aged out (BBR ages its own
+// over 10 s): if the path's RTT grows, losses look like congestion and the controller falls
 // back to the native behaviour, the safe direction.
 //
 // # Behaviour and limits
@@ -112,28 +164,36 @@ const ltRanges = 256
 //   - On a drop-tail bottleneck shared with other flows, losses come with a full queue and reach
 //     the native algorithm, so LossTolerant flows share with each other and with native flows as
 //     native flows do (the package README has the figures).
-//   - Alone on a lossy path, it raises its rate until its own queue passes the delay threshold,
-//     then backs off: it keeps a standing queue of up to about min RTT/8.
+//   - Alone on a path, lossy or not, it raises its rate until its own queue passes the delay
+//     threshold, then cuts to 0.95 of what the path delivers: it keeps a standing queue of up
+//     to about min RTT/8 and seldom overflows the bottleneck.
 //   - On a bottleneck whose buffer is shallower than that threshold, overflow hardly inflates the
 //     RTT and only the loss-rate rule backs it off: it may keep up to ~2 % loss there, as BBRv2
 //     does, where the native controller backs off at the first loss.
-//   - Jitter that inflates the RTT without a queue makes losses count as congestion: it is then
-//     as cautious as the native controller.
+//   - Jitter that inflates the RTT without a queue (a busy host, a preempted vCPU) reads as a
+//     queue: it cuts the rate to 0.95 R, and losses then count as congestion.
 //
 // Inputs and outputs are those of Native (ACK.RTT must be the smoothed RTT). A LossTolerant is
 // not safe for concurrent use.
 type LossTolerant struct {
 	nat *Native // the native algorithm, which gets the congestion signals
 
-	srtt     time.Duration // the latest smoothed RTT; 0 = none yet
-	minRTT   time.Duration // the smallest smoothed RTT seen; 0 = none yet
-	lastCut  time.Time     // the last decrease for delay
-	maxLost  uint32        // the largest sequence number reported lost so far
-	anyLost  bool          // maxLost is set
-	ranges   [ltRanges]Range
-	nranges  int // ranges recorded, ever (ranges[i%ltRanges])
-	randomN  uint64
-	congestN uint64
+	srtt      time.Duration // the latest smoothed RTT; 0 = none yet
+	minRTT    time.Duration // the smallest smoothed RTT seen; 0 = none yet
+	lastCut   time.Time     // the last decrease for delay
+	cutQueue  time.Duration // the queueing delay at the last delay cut, until judged; 0 = none
+	cutFrom   float64       // µs: STP before the last delay cut
+	competing bool          // the queue did not fall after a delay cut: other flows hold it
+	overshoot bool          // slow start ended on congestion and the queue has not drained since
+	maxRate   [2]rateSample // the highest receive rate in this and the previous LossTolerantMaxRateAge/2
+	selfCut   bool          // the last decrease was this flow's own (not deep, not competing)
+	maxLost   uint32        // the largest sequence number reported lost so far
+	anyLost   bool          // maxLost is set
+	ranges    [ltRanges]Range
+	nranges   int // ranges recorded, ever (ranges[i%ltRanges])
+	randomN   uint64
+	congestN  uint64
+	delayCuts uint64
 }
 
 // NewLossTolerant returns a loss-tolerant controller (see LossTolerant), ready for Init. The
@@ -156,17 +216,6 @@ func (c *LossTolerant) Init(now time.Time, p Params) {
 	c.nat.Init(now, p)
 	c.nat.catchUp = true
 	*c = LossTolerant{nat: c.nat}
-}
-
-// OnACK records the smoothed RTT and runs the native rate control.
-func (c *LossTolerant) OnACK(now time.Time, a ACK) {
-	if a.RTT > 0 {
-		c.srtt = a.RTT
-		if c.minRTT == 0 || a.RTT < c.minRTT {
-			c.minRTT = a.RTT
-		}
-	}
-	c.nat.OnACK(now, a)
 }
 
 // OnLoss records the newly reported losses and passes the report to the native decrease if it is
@@ -198,7 +247,18 @@ func (c *LossTolerant) OnLoss(now time.Time, l Loss) {
 		return
 	}
 	c.congestN++
+	if c.nat.slowStart {
+		c.overshoot = true
+	}
 	c.nat.OnLoss(now, l)
+	if n := c.nat; n.recvRate > 0 {
+		if c.overshoot || c.queue() != queueDeep && !c.competing {
+			n.stp = min(n.stp, usPerSecond/(LossTolerantFloor*float64(n.recvRate)))
+			c.selfCut = true
+		} else {
+			c.selfCut = false
+		}
+	}
 }
 
 // congested reports whether a loss report whose first loss is first is a congestion signal.
@@ -206,15 +266,11 @@ func (c *LossTolerant) congested(now time.Time, first uint32) bool {
 	if c.LossRate() > LossTolerantLossRate {
 		return true
 	}
-	if c.minRTT == 0 {
+	q := c.queue()
+	if q == queueBelow {
 		return false
 	}
-	queue := c.srtt - c.minRTT
-	thresh := max(time.Duration(float64(c.minRTT)*LossTolerantQueueDelay), LossTolerantMinQueueDelay)
-	if queue <= thresh {
-		return false
-	}
-	if c.nat.slowStart || queue > time.Duration(float64(c.minRTT)*LossTolerantNativeQueueDelay) {
+	if c.nat.slowStart || q == queueDeep {
 		return true
 	}
 	if !seqAfter(first, c.nat.lastDecSeq) {

@@ -21,6 +21,22 @@ func ltAfterSlowStart(t *testing.T) *LossTolerant {
 	return c
 }
 
+// ltClassifier is ltAfterSlowStart with no receive rate: no delay cut and no floor, so that a
+// test sees the loss classification and the native decrease alone.
+func ltClassifier(t *testing.T) *LossTolerant {
+	t.Helper()
+	c := ltAfterSlowStart(t)
+	c.nat.recvRate = 0
+	return c
+}
+
+// boundedInc is the increase LossTolerant applies with no queue at STP stp: the native one
+// bounded to 0.1–0.25 % of the rate per SYN.
+func boundedInc(n *Native) float64 {
+	perSYN := synUS / n.stp
+	return min(max(n.increase(), LossTolerantMinGrowth*perSYN), LossTolerantMaxGrowth*perSYN)
+}
+
 func lossAt(first, last int) Loss {
 	return Loss{Ranges: []Range{{sq(first), sq(last)}}, CurrSeq: sq(1000)}
 }
@@ -45,7 +61,7 @@ func TestLossTolerantIgnoresRandomLoss(t *testing.T) {
 }
 
 func TestLossTolerantQueueDelaySignal(t *testing.T) {
-	c := ltAfterSlowStart(t)
+	c := ltClassifier(t)
 	// Threshold: max(10 ms/8, 1 ms) = 1.25 ms. 11.2 ms is under it, 11.3 ms over.
 	c.OnACK(ms(11), ACK{Seq: sq(20), RTT: 11200 * time.Microsecond, CurrSeq: sq(1000)})
 	c.OnLoss(ms(12), lossAt(600, 600))
@@ -75,31 +91,31 @@ func TestLossTolerantQueueDelaySignal(t *testing.T) {
 }
 
 func TestLossTolerantLossRateSignal(t *testing.T) {
-	c := ltAfterSlowStart(t)
-	// Sample: 2 RTTs at 10 000 pkt/s = 200, raised to the minimum 500. 10 losses in 500 is 2 %:
-	// not above the threshold.
+	c := ltClassifier(t)
+	// Sample: 2 RTTs at 10 000 pkt/s = 200, raised to the minimum 2000. 40 losses in 2000 is
+	// 2 %: not above the threshold.
 	if n := c.Sample(); n != LossTolerantMinSample {
 		t.Fatalf("Sample() = %d, want %d", n, LossTolerantMinSample)
 	}
-	c.OnLoss(ms(12), lossAt(600, 609))
+	c.OnLoss(ms(12), lossAt(600, 639))
 	if got := c.LossRate(); got != 0.02 || c.nat.stp != 100 {
-		t.Fatalf("10 losses: LossRate %v (want 0.02), STP %v (want 100)", got, c.nat.stp)
+		t.Fatalf("40 losses: LossRate %v (want 0.02), STP %v (want 100)", got, c.nat.stp)
 	}
-	// One more: 11 in 500 > 2 %, a congestion signal even at the minimum RTT.
-	c.OnLoss(ms(13), lossAt(620, 620))
-	if got := c.LossRate(); got != 0.022 || c.nat.stp != 113 {
-		t.Fatalf("11 losses: LossRate %v (want 0.022), STP %v (want 113)", got, c.nat.stp)
+	// One more: 41 in 2000 > 2 %, a congestion signal even at the minimum RTT.
+	c.OnLoss(ms(13), lossAt(660, 660))
+	if got := c.LossRate(); got != 0.0205 || c.nat.stp != 113 {
+		t.Fatalf("41 losses: LossRate %v (want 0.0205), STP %v (want 113)", got, c.nat.stp)
 	}
 	// While the rate stays high every NAK reaches the native algorithm, in-period ones too
 	// (DecRandom is 1 in the first periods: each decreases).
-	c.OnLoss(ms(14), lossAt(630, 630))
+	c.OnLoss(ms(14), lossAt(670, 670))
 	if c.nat.stp != 128 {
 		t.Fatalf("in-period NAK at a high loss rate: STP %v, want 128", c.nat.stp)
 	}
 	// Losses far ahead leave the old ones out of the sample: back to random.
 	c.OnLoss(ms(15), Loss{Ranges: []Range{{sq(5000), sq(5000)}}, CurrSeq: sq(6000)})
-	if got := c.LossRate(); got != 1.0/500 {
-		t.Fatalf("LossRate %v after a loss 4000 packets later, want 1/500", got)
+	if got := c.LossRate(); got != 1.0/2000 {
+		t.Fatalf("LossRate %v after a loss 4000 packets later, want 1/2000", got)
 	}
 	if r, k := c.Losses(); r != 2 || k != 2 {
 		t.Fatalf("Losses() = %d random, %d congestion; want 2, 2", r, k)
@@ -111,7 +127,7 @@ func TestLossTolerantLossRateCountsOnce(t *testing.T) {
 	c.OnLoss(ms(12), lossAt(600, 603))
 	// The receiver's periodic re-report and an overlapping range add only the new numbers.
 	c.OnLoss(ms(13), Loss{Ranges: []Range{{sq(600), sq(603)}, {sq(601), sq(605)}, {sq(610), sq(609)}}, CurrSeq: sq(1000)})
-	if got, want := c.LossRate(), 7.0/500; got != want { // 600–605 and 610 (a reversed range: its first)
+	if got, want := c.LossRate(), 7.0/2000; got != want { // 600–605 and 610 (a reversed range: its first)
 		t.Fatalf("LossRate %v, want %v", got, want)
 	}
 }
@@ -123,8 +139,9 @@ func TestLossTolerantSample(t *testing.T) {
 		rtt  time.Duration
 		want int64
 	}{
-		{10000, 10 * time.Millisecond, 500},
-		{8333, 100 * time.Millisecond, 1666},
+		{10000, 10 * time.Millisecond, 2000},
+		{8333, 100 * time.Millisecond, 2000},
+		{15000, 100 * time.Millisecond, 3000},
 		{100000, 100 * time.Millisecond, 5000},
 	} {
 		c.OnACK(ms(100), ACK{Seq: sq(30), RTT: x.rtt, RecvRate: x.rate, CurrSeq: sq(1000)})
@@ -176,7 +193,7 @@ func TestLossTolerantIncreaseCatchUp(t *testing.T) {
 		lt := ltAfterSlowStart(t)
 		lt.nat.bw = 1000000        // spare capacity 990 000 pkt/s ≈ 11.9 Gbit/s: inc = 100 packets per SYN
 		lt.nat.lastDecPeriod = 1e9 // no bw/9 cap on the spare capacity
-		inc := lt.nat.increase()
+		inc := boundedInc(lt.nat)  // the native 100 packets per SYN, bounded to 0.25 % of 100
 		lt.OnACK(ms(10+c.gap), ACK{Seq: sq(100), RTT: 10 * time.Millisecond, RecvRate: 10000, Bandwidth: 1000000, CurrSeq: sq(1000)})
 		want := 100 * synUS / (100*inc*c.steps + synUS)
 		if d := lt.nat.stp - want; d > 1e-9 || d < -1e-9 {
@@ -209,7 +226,7 @@ func TestLossTolerantInitResets(t *testing.T) {
 // Above half the min RTT of queueing delay every NAK goes to the native algorithm, in-period
 // ones and ones inside the spacing too: the controller is then Native.
 func TestLossTolerantDeepQueueIsNative(t *testing.T) {
-	c := ltAfterSlowStart(t)
+	c := ltClassifier(t)
 	c.OnACK(ms(11), ACK{Seq: sq(20), RTT: 15 * time.Millisecond, CurrSeq: sq(1000)}) // 5 ms: not above min RTT/2
 	c.OnLoss(ms(12), lossAt(600, 600))
 	c.OnLoss(ms(13), lossAt(700, 700)) // same period: ignored
@@ -228,7 +245,7 @@ func TestLossTolerantDeepQueueIsNative(t *testing.T) {
 
 // A congestion signal restarts the catch-up count: only the SYNs after it count.
 func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
-	lt := ltAfterSlowStart(t)
+	lt := ltClassifier(t)
 	lt.nat.bw = 1000000
 	lt.nat.lastDecPeriod = 1e9
 	lt.OnACK(ms(11), ACK{Seq: sq(20), RTT: 15100 * time.Microsecond, CurrSeq: sq(1000)}) // deep queue: native
@@ -240,7 +257,7 @@ func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
 	}
 	lt.OnLoss(ms(25), Loss{Ranges: []Range{{sq(1001), sq(1001)}}, CurrSeq: sq(1100)}) // queue 0: random, not counted
 	// 40 ms later: 4 SYNs since the last rate control; the last congestion signal (ms 12) is older.
-	inc := lt.nat.increase()
+	inc := boundedInc(lt.nat)
 	lt.OnACK(ms(60), ACK{Seq: sq(40), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
 	if want := 113 * synUS / (113*inc*4 + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
 		t.Fatalf("STP %v, want %v (4 increases)", lt.nat.stp, want)
@@ -250,7 +267,7 @@ func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
 	lt.OnLoss(ms(85), Loss{Ranges: []Range{{sq(1101), sq(1101)}}, CurrSeq: sq(1200)})
 	lt.nat.loss = false // look at the catch-up count alone
 	stp := lt.nat.stp
-	inc = lt.nat.increase()
+	inc = lt.nat.increase() // 6 ms of queue: deep, the native increase
 	lt.OnACK(ms(100), ACK{Seq: sq(50), RTT: 16 * time.Millisecond, CurrSeq: sq(1200)})
 	if want := stp * synUS / (stp*inc + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
 		t.Fatalf("STP %v, want %v (1 increase)", lt.nat.stp, want)

@@ -94,6 +94,10 @@ type Native struct {
 	catchUp  bool
 	lastLoss time.Time // the last loss report (OnLoss with ranges), for catchUp
 
+	// incMin and incMax, when incMax > 0, bound the increase of a rate-control step (packets per
+	// SYN, before catchUp's multiplication). Zero in Native; LossTolerant sets them per step.
+	incMin, incMax float64
+
 	// Connection parameters (Init).
 	mss      float64 // bytes, IP and UDP headers included
 	maxCWnd  float64 // packets: the flow window from the handshake
@@ -225,7 +229,11 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 		n.loss = false // no increase in the SYN after a loss
 		return
 	}
-	n.stp = n.stp * synUS / (n.stp*n.increase()*steps + synUS)
+	inc := n.increase()
+	if n.incMax > 0 {
+		inc = min(max(inc, n.incMin), n.incMax)
+	}
+	n.stp = n.stp * synUS / (n.stp*inc*steps + synUS)
 	n.clamp()
 }
 

@@ -173,3 +173,31 @@ func TestConnLossy(t *testing.T) {
 		}
 	}
 }
+
+// The testbed's path (examples/testbed): a 100 Mbit/s token-bucket shaper with a 1 ms bucket,
+// 0 % and 1 % loss at 20 and 100 ms RTT. Back-to-back packet pairs pass the bucket at wire speed
+// whenever it holds tokens, so the capacity estimate (spec §6.2) swings far above the rate.
+// Report each controller's share over the whole run (slow start included, as the testbed's
+// goodput counts it).
+func TestConnShaper(t *testing.T) {
+	dur := simDuration(10*time.Second, 4*time.Second)
+	for _, c := range simControllers {
+		for _, p := range []struct {
+			rtt  time.Duration
+			loss float64
+		}{{20 * time.Millisecond, 0}, {100 * time.Millisecond, 0}, {100 * time.Millisecond, 0.01}} {
+			t.Run(fmt.Sprintf("%s/rtt=%v/loss=%g%%", c.name, p.rtt, 100*p.loss), func(t *testing.T) {
+				sc := connScenario{Rate: 100e6, RTT: p.rtt, Loss: p.loss, Bucket: time.Millisecond, Seed: 5,
+					Flows: []connFlow{{Name: c.name, CC: c.fac(1)}}, Duration: dur}
+				r := runConns(t, sc)
+				title := fmt.Sprintf("shaper 100 Mbit/s, %v, %g %% loss", p.rtt, 100*p.loss)
+				logShares(t, title, sc, r)
+				u := mean(r.Share[0], 0, len(r.Share[0]))
+				t.Logf("%s, %s: share over the run %.1f %%", title, c.name, 100*u)
+				if u < 0.02 {
+					t.Errorf("share %.3f: the flow stalls", u)
+				}
+			})
+		}
+	}
+}

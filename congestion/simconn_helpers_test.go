@@ -33,6 +33,9 @@ type connScenario struct {
 	RTT      time.Duration // propagation round-trip time
 	QueueBDP float64       // drop-tail queue in BDPs; 0 means 1
 	Loss     float64       // random loss probability on the forward link
+	// Bucket, if positive, makes the bottleneck a token-bucket shaper (Linux tbf) whose bucket
+	// holds Bucket at Rate, as examples/testbed's (1 ms), instead of a serial link.
+	Bucket   time.Duration
 	Seed     uint64
 	Flows    []connFlow
 	Duration time.Duration // virtual time measured from the first flow's start
@@ -75,7 +78,8 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 	n := len(sc.Flows)
 	d := simnet.NewDumbbell(sc.Seed, n,
 		simnet.LinkConfig{Rate: sc.Rate, Overhead: simOverhead, Delay: sc.RTT / 2,
-			QueueBytes: int(qbdp * float64(simnet.BDP(sc.Rate, sc.RTT))), Loss: sc.Loss},
+			QueueBytes: int(qbdp * float64(simnet.BDP(sc.Rate, sc.RTT))), Loss: sc.Loss,
+			BucketBytes: int(float64(sc.Rate) / 8 * sc.Bucket.Seconds())},
 		simnet.LinkConfig{Delay: sc.RTT / 2})
 	defer d.Close()
 

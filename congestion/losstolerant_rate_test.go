@@ -1,0 +1,150 @@
+package congestion
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+// near reports whether a and b agree to 1e-9 relative.
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// rttACK is an ACK at ms(at) carrying only an RTT (queueing delay = rtt − 10 ms here).
+func rttACK(c *LossTolerant, at float64, rtt time.Duration, seq int) {
+	c.OnACK(ms(at), ACK{Seq: sq(seq), RTT: rtt, CurrSeq: sq(1000)})
+}
+
+// A queue above the threshold cuts the rate to 0.95 of the receive rate without a loss, once
+// per cutSpacing; a queue that then falls leaves the controller as it is.
+func TestLossTolerantDelayCut(t *testing.T) {
+	c := ltAfterSlowStart(t) // STP 100 µs, receive rate 10 000 pkt/s, min RTT 10 ms
+	rttACK(c, 20, 11300*time.Microsecond, 20)
+	if want := 1e6 / 9500; !near(c.nat.stp, want) || c.DelayCuts() != 1 {
+		t.Fatalf("after 1.3 ms of queue: STP %v (want %v = 1/(0.95·10 000)), %d delay cuts", c.nat.stp, want, c.DelayCuts())
+	}
+	if c.nat.lastDecSeq != sq(1000) {
+		t.Fatalf("LastDecSeq %d, want CurrSeq: the cut starts a congestion period", c.nat.lastDecSeq)
+	}
+	// Within cutSpacing (2·11.3 + 80 = 102.6 ms) no second cut; the increase is 0.01 per SYN.
+	stp := c.nat.stp
+	rttACK(c, 30, 11300*time.Microsecond, 30)
+	if want := stp * synUS / (stp*minIncrease + synUS); !near(c.nat.stp, want) || c.DelayCuts() != 1 {
+		t.Fatalf("within the spacing: STP %v (want %v), %d delay cuts", c.nat.stp, want, c.DelayCuts())
+	}
+	// The queue falls: no competition.
+	rttACK(c, 130, 10500*time.Microsecond, 40)
+	if c.competing {
+		t.Fatal("a queue that fell after the cut was taken for competition")
+	}
+}
+
+// A queue that has not fallen one cutSpacing after a delay cut is held by other flows: the cut
+// is undone and the controller competes as Native until the queue falls under the threshold.
+func TestLossTolerantCompeting(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	rttACK(c, 20, 11300*time.Microsecond, 20) // cut from ≈100 to 105.3 µs
+	from := c.cutFrom
+	rttACK(c, 130, 12*time.Millisecond, 30) // 2 ms ≥ 1.3 ms, 110 ms ≥ 2·12 + 80 ms later
+	if !c.competing || c.nat.stp > from {
+		t.Fatalf("queue grew after the cut: competing %v, STP %v (want ≤ %v, the cut undone)", c.competing, c.nat.stp, from)
+	}
+	rttACK(c, 250, 12*time.Millisecond, 40)
+	if c.DelayCuts() != 1 {
+		t.Fatalf("%d delay cuts while competing, want 1", c.DelayCuts())
+	}
+	if c.nat.incMax != 0 {
+		t.Fatalf("increase bounded while competing (incMax %v): want the native one", c.nat.incMax)
+	}
+	rttACK(c, 260, 10500*time.Microsecond, 50)
+	if c.competing {
+		t.Fatal("competition outlived the queue")
+	}
+}
+
+// A congestion decrease leaves at least 0.85 of the receive rate, unless the queue is deep.
+func TestLossTolerantFloor(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	rttACK(c, 20, 11300*time.Microsecond, 20) // delay cut: STP 105.26, LastDecSeq = ISN+1000
+	// A new-period loss two RTTs later is congestion (Veno's rule): ⌈105.26·1.125⌉ = 119 µs,
+	// floored at 1/(0.85·10 000) = 117.65 µs.
+	c.OnLoss(ms(44), Loss{Ranges: []Range{{sq(1001), sq(1001)}}, CurrSeq: sq(1100)})
+	if want := 1e6 / 8500; !near(c.nat.stp, want) {
+		t.Fatalf("STP %v after a congestion loss, want the floor %v", c.nat.stp, want)
+	}
+	// In a deep queue (5.1 ms > 10 ms/2) the native decrease goes below the floor.
+	d := ltAfterSlowStart(t)
+	rttACK(d, 20, 15100*time.Microsecond, 20)
+	d.OnLoss(ms(21), lossAt(600, 600))
+	if d.nat.stp != 113 {
+		t.Fatalf("deep queue: STP %v, want the native ⌈100·1.125⌉ = 113", d.nat.stp)
+	}
+}
+
+// Slow start that ends on congestion is the controller's own overshoot: the floor holds even in
+// a deep queue, until the queue has drained.
+func TestLossTolerantOvershoot(t *testing.T) {
+	c := NewLossTolerant(WithRandSource(half))
+	c.Init(t0, Params{MSS: 1500, FlowWindow: 100000, ISN: isn})
+	c.OnACK(ms(10), ACK{Seq: sq(16), RTT: 10 * time.Millisecond, RecvRate: 8000, CurrSeq: sq(100)})
+	c.OnACK(ms(20), ACK{Seq: sq(40), RTT: 20 * time.Millisecond, RecvRate: 8000, CurrSeq: sq(300)}) // 10 ms of queue: deep
+	c.OnLoss(ms(21), Loss{Ranges: []Range{{sq(200), sq(200)}}, CurrSeq: sq(300)})
+	if c.SlowStart() || !c.overshoot {
+		t.Fatalf("slow start %v, overshoot %v after a deep-queue loss", c.SlowStart(), c.overshoot)
+	}
+	stp := c.nat.stp   // 1/RecvRate
+	for i := range 5 { // the rest of the overshoot's losses
+		c.OnLoss(ms(22+float64(i)), Loss{Ranges: []Range{{sq(301 + i), sq(301 + i)}}, CurrSeq: sq(400 + 100*i)})
+	}
+	if floor := 1e6 / (0.85 * float64(c.nat.recvRate)); c.nat.stp > floor+1e-9 {
+		t.Fatalf("STP %v after the overshoot's losses (from %v), want at most the floor %v", c.nat.stp, stp, floor)
+	}
+}
+
+// With no queue the native increase is bounded to 0.1–0.25 % of the rate per SYN; above the
+// threshold it is 0.01 packets per SYN; in a deep queue it is the native one.
+func TestLossTolerantGrowthBounds(t *testing.T) {
+	for _, x := range []struct {
+		name string
+		bw   int64
+		rtt  time.Duration
+		want func(n *Native) float64
+	}{
+		{"no queue, spare 11.9 Gbit/s", 1000000, 10 * time.Millisecond, func(*Native) float64 { return 0.25 }},
+		{"no queue, spare 1 pkt/s", 10001, 10 * time.Millisecond, func(*Native) float64 { return 0.1 }},
+		{"queue above the threshold", 1000000, 11300 * time.Microsecond, func(*Native) float64 { return minIncrease }},
+		{"deep queue", 1000000, 15100 * time.Microsecond, func(n *Native) float64 { return n.increase() }},
+	} {
+		c := ltAfterSlowStart(t)
+		c.nat.bw = x.bw
+		c.nat.lastDecPeriod = 1e9 // no bw/9 cap
+		c.nat.recvRate = 0        // no delay cut
+		inc := x.want(c.nat)
+		c.OnACK(ms(20), ACK{Seq: sq(20), RTT: x.rtt, Bandwidth: int(x.bw), CurrSeq: sq(1000)})
+		if want := 100 * synUS / (100*inc + synUS); !near(c.nat.stp, want) {
+			t.Errorf("%s: STP %v, want %v (an increase of %v)", x.name, c.nat.stp, want, inc)
+		}
+	}
+}
+
+// After a decrease of its own the rate returns at 1 % per SYN to 0.95 of the highest receive
+// rate of the last 2 s, then grows at the bounded rate.
+func TestLossTolerantReturnGrowth(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	rttACK(c, 20, 11300*time.Microsecond, 20)
+	c.OnLoss(ms(44), Loss{Ranges: []Range{{sq(1001), sq(1001)}}, CurrSeq: sq(1100)}) // floored: 8500 pkt/s
+	c.OnACK(ms(60), ACK{Seq: sq(60), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)}) // the SYN after a loss: none
+	stp := c.nat.stp
+	c.OnACK(ms(70), ACK{Seq: sq(70), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
+	perSYN := synUS / stp
+	if want := stp * synUS / (stp*LossTolerantReturnGrowth*perSYN + synUS); !near(c.nat.stp, want) {
+		t.Fatalf("STP %v, want %v (1 %% of the rate)", c.nat.stp, want)
+	}
+	// 2 s later the maximum has aged out: the bounded growth again (4 SYNs caught up: two RTTs).
+	c.nat.lastDecPeriod = 1e9
+	stp = c.nat.stp
+	inc := boundedInc(c.nat)
+	c.OnACK(ms(2100), ACK{Seq: sq(100), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
+	if want := stp * synUS / (stp*inc*4 + synUS); !near(c.nat.stp, want) {
+		t.Fatalf("after 2 s: STP %v, want %v (an increase of %v)", c.nat.stp, want, inc)
+	}
+}
