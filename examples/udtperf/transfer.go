@@ -109,8 +109,11 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 			if n = min(n, spec.bytes-sent); n == 0 {
 				return sent, nil
 			}
-		} else if el := time.Since(begin); el >= spec.dur || drain.past(s.c, sent, el, spec.dur) {
+		} else if el := time.Since(begin); el >= spec.dur {
 			return sent, nil
+		} else if drain.wait(s.c, sent, el, spec.dur) {
+			time.Sleep(min(drainPoll, spec.dur-el)) // the backlog drains meanwhile
+			continue
 		}
 		frame := frames[i%len(frames)]
 		switch {
@@ -137,36 +140,66 @@ func (s *session) sendFrames(spec sendSpec, h hash.Hash, peer chan peerMsg, begi
 	}
 }
 
-// drainEstimate tells a timed sender when to stop writing: when the data already written but
-// still queued in the transport's send buffer will take until past -time to leave, at the rate
-// data has been leaving over the last quarter second or more. The transfer then ends near -time
-// even when the buffer (udt's holds 8192 packets) is large against the rate. Transports without
-// a visible backlog never stop early.
+// drainEstimate paces a timed sender so that the transfer ends near -time although the
+// transport's send buffer (udt's holds 8192 packets, ≈12 MB) is large against the rate: the
+// sender writes only while the backlog (bytes written but not yet acknowledged) can leave by
+// -time at the rate data has been leaving the buffer, and otherwise waits for it to drain. It
+// never stops for good before -time, so a brief dip in the rate (a congestion event, a
+// cumulative ACK held back by a loss) pauses the writes at most until the backlog has caught
+// up, and an underestimated rate costs no time at the end, only a thinner backlog. Before the
+// rate is measured the backlog is held to drainFirst, so that a slow path does not start
+// with seconds of data queued. Transports without a visible backlog never wait.
 type drainEstimate struct {
 	markAt   time.Duration // elapsed time of the last rate sample
 	markLeft int64         // bytes that had left the buffer then
-	rate     float64       // bytes/s between the last two samples; 0 = none yet
+	rate     float64       // smoothed bytes/s leaving the buffer; 0 = not measured yet
 }
 
-const drainWindow = 250 * time.Millisecond
+const (
+	drainSample = 50 * time.Millisecond // least time between two rate samples
+	drainSmooth = time.Second           // time constant of the rate's smoothing
+	drainFirst  = 256 << 10             // backlog allowed before the rate is measured, bytes
+	drainPoll   = 5 * time.Millisecond  // how long a waiting sender sleeps before it looks again
+)
 
-func (d *drainEstimate) past(c transportConn, sent int64, elapsed, dur time.Duration) bool {
+// wait reports whether the sender, having written sent bytes after elapsed of a dur run on
+// c, should wait (drainPoll) instead of writing more.
+func (d *drainEstimate) wait(c transportConn, sent int64, elapsed, dur time.Duration) bool {
 	b, ok := c.(interface{ backlog() int64 })
 	if !ok {
 		return false
 	}
-	queued := b.backlog()
-	left := sent - queued
-	if elapsed-d.markAt >= drainWindow {
-		if d.markAt > 0 {
-			d.rate = float64(left-d.markLeft) / (elapsed - d.markAt).Seconds()
-		}
-		d.markAt, d.markLeft = elapsed, left
+	return d.full(sent, b.backlog(), elapsed, dur)
+}
+
+// full reports whether queued of the sent bytes still in the buffer at elapsed already take
+// until dur to leave.
+func (d *drainEstimate) full(sent, queued int64, elapsed, dur time.Duration) bool {
+	d.sample(sent-queued, elapsed)
+	if d.rate <= 0 {
+		return queued >= drainFirst
 	}
-	if d.rate <= 0 || queued <= 0 {
-		return false
+	return float64(queued) >= d.rate*(dur-elapsed).Seconds()
+}
+
+// sample updates the rate from left, the bytes that have left the buffer by elapsed: the
+// first measurement is the mean since the start (once anything has left), later ones are
+// smoothed exponentially over drainSmooth, weighted by the time each covers, so that a
+// stall followed by a burst averages out.
+func (d *drainEstimate) sample(left int64, elapsed time.Duration) {
+	dt := elapsed - d.markAt
+	switch {
+	case dt < drainSample:
+		return
+	case d.rate > 0:
+		w := -math.Expm1(-dt.Seconds() / drainSmooth.Seconds())
+		d.rate += w * (float64(left-d.markLeft)/dt.Seconds() - d.rate)
+	case left > 0:
+		d.rate = float64(left) / elapsed.Seconds()
+	default:
+		return // nothing has left yet: the first measurement will span from the start
 	}
-	return elapsed+time.Duration(float64(queued)/d.rate*1e9) >= dur
+	d.markAt, d.markLeft = elapsed, left
 }
 
 func (s *session) writeEnd(sent int64, sum string) error {
