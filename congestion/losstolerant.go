@@ -10,8 +10,9 @@ const (
 	// LossTolerantMinQueueDelay is the floor of that threshold, for paths of a few ms or less.
 	LossTolerantMinQueueDelay = time.Millisecond
 	// LossTolerantNativeQueueDelay is the queueing delay, as a fraction of the minimum RTT, above
-	// which every loss report goes to the native algorithm: with smoothed RTT − min RTT >
-	// min RTT/2, the controller behaves exactly as Native.
+	// which the queue is deep and every loss report goes to the native algorithm (smoothed
+	// RTT − min RTT > min RTT/2), whose decreases are then floored (LossTolerantFloor,
+	// LossTolerantCompetingFloor).
 	LossTolerantNativeQueueDelay = 0.5
 	// LossTolerantLossRate is the loss rate above which a loss counts as congestion whatever
 	// the delay: 2 %, BBRv2's loss threshold.
@@ -32,13 +33,23 @@ const (
 	// the threshold (min RTT/8) in about two RTTs.
 	LossTolerantDelayCut = 0.95
 	// LossTolerantFloor is the least rate, as a fraction of the receive rate, that a congestion
-	// signal below the deep-queue threshold may cut the sending rate to: 0.85.
+	// signal may cut the sending rate to while no other flows hold the queue: 0.85.
 	LossTolerantFloor = 0.85
+	// LossTolerantCompetingFloor is that least rate when the queue is held by other flows (deep
+	// for a cutSpacing, or not falling after a delay cut): 0.7, CUBIC's multiplicative decrease
+	// (RFC 9438 §4.6). The native algorithm, which may cut five times per congestion period to
+	// 1.125^−5 ≈ 0.55 of the rate, still decides above it.
+	LossTolerantCompetingFloor = 0.7
 	// LossTolerantReturnGrowth is the increase, as a fraction of the rate per SYN (1 %, 2.7× per
 	// second), while the rate is below LossTolerantDelayCut of the highest receive rate of the
 	// last LossTolerantMaxRateAge and no queue is seen: back quickly to what the path delivered,
 	// as CUBIC's concave region returns to the window of its last loss (RFC 9438 §4.2).
 	LossTolerantReturnGrowth = 0.01
+	// LossTolerantOwnExcess is the ratio of the sending rate to the target of a delay cut above
+	// which a queue that has not fallen one cutSpacing after the cut is judged again one spacing
+	// later instead of taken for other flows': 1.1, a sending rate 4.5 % above the receive rate,
+	// whose own excess, in flight at the cut, still fills the queue.
+	LossTolerantOwnExcess = 1.1
 	// LossTolerantMaxRateAge is how long a receive rate counts as recently delivered.
 	LossTolerantMaxRateAge = 2 * time.Second
 	// LossTolerantMinGrowth and LossTolerantMaxGrowth bound the increase while no queue is seen,
@@ -122,19 +133,25 @@ const ltRanges = 256
 //     the last LossTolerantMaxRateAge after a decrease of its own: back quickly to what the path
 //     delivered, as CUBIC's concave region returns to its last maximum (RFC 9438 §4.2). With a
 //     queue above the threshold the increase is the native floor, 0.01 packets per SYN; with a
-//     deep queue or other flows holding it (below), the native increase.
+//     queue deep for a cutSpacing or held by other flows (below), the native increase.
 //   - Delay cut. In congestion avoidance, a queue above the threshold cuts the rate to
 //     LossTolerantDelayCut·R (0.95 R) without waiting for a loss, at most once per cutSpacing
 //     (two RTTs plus 8 SYNs, the time for a cut to show in the smoothed RTT). Anchored to R, the
 //     cut does not compound while the queue drains.
 //   - Competition. If the queue has not fallen one cutSpacing after a delay cut, other flows
-//     hold it: the cut is undone (as TCP undoes a spurious decrease, RFC 3522) and, until the
-//     queue falls under the threshold again, the controller makes no delay cuts and uses the
-//     native increase and decrease, as in a deep queue.
-//   - Floor. A congestion decrease leaves at least LossTolerantFloor·R (0.85 R) unless the queue
-//     is deep or held by others; also after slow start ends on congestion, until the queue has
-//     drained, since that overshoot is the controller's own (the native algorithm would cut
-//     five times per congestion period, to 0.55 of the rate, for one overshoot).
+//     hold it: the cut is undone, up to R/0.95 (as TCP undoes a spurious decrease, RFC 3522)
+//     and, until the queue falls under the threshold again, the controller makes no delay cuts
+//     and uses the native increase, as in a queue deep for a cutSpacing. When the cut was made
+//     sending more than LossTolerantOwnExcess (1.1) times its target, its own excess was still
+//     in flight: it judges once more, one spacing later.
+//   - Floor. A congestion decrease leaves at least LossTolerantFloor·R (0.85 R), or
+//     LossTolerantCompetingFloor·R (0.7 R, CUBIC's decrease) when other flows hold the queue
+//     (competition, or deep for a cutSpacing); the 0.85 floor also after slow start ends on
+//     congestion, until the queue has drained, for that overshoot is the controller's own. A
+//     deep queue that lasts less than a cutSpacing is a spike (a router or host that stalled
+//     and released a burst, an overshoot) and gets the 0.85 floor. The native algorithm cuts up
+//     to five times per congestion period, to 0.55 of the rate, and for one spike in several
+//     periods in a row.
 //
 // Two more changes make the native algorithm work under sustained random loss:
 //
@@ -183,10 +200,12 @@ type LossTolerant struct {
 	lastCut   time.Time     // the last decrease for delay
 	cutQueue  time.Duration // the queueing delay at the last delay cut, until judged; 0 = none
 	cutFrom   float64       // µs: STP before the last delay cut
+	deepSince time.Time     // when the queue became deep; zero while it is not
+	cutExcess float64       // the sending rate over the target at the last delay cut; 0 once re-judged
 	competing bool          // the queue did not fall after a delay cut: other flows hold it
 	overshoot bool          // slow start ended on congestion and the queue has not drained since
 	maxRate   [2]rateSample // the highest receive rate in this and the previous LossTolerantMaxRateAge/2
-	selfCut   bool          // the last decrease was this flow's own (not deep, not competing)
+	selfCut   bool          // the last decrease was this flow's own (not competing, not deep for long)
 	maxLost   uint32        // the largest sequence number reported lost so far
 	anyLost   bool          // maxLost is set
 	ranges    [ltRanges]Range
@@ -252,10 +271,11 @@ func (c *LossTolerant) OnLoss(now time.Time, l Loss) {
 	}
 	c.nat.OnLoss(now, l)
 	if n := c.nat; n.recvRate > 0 {
-		if c.overshoot || c.queue() != queueDeep && !c.competing {
+		if c.overshoot || !c.deepLong(now) && !c.competing {
 			n.stp = min(n.stp, usPerSecond/(LossTolerantFloor*float64(n.recvRate)))
 			c.selfCut = true
 		} else {
+			n.stp = min(n.stp, usPerSecond/(LossTolerantCompetingFloor*float64(n.recvRate)))
 			c.selfCut = false
 		}
 	}

@@ -21,22 +21,34 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 	}
 	q := c.queue()
 	n := c.nat
+	if q != queueDeep {
+		c.deepSince = time.Time{}
+	} else if c.deepSince.IsZero() {
+		c.deepSince = now
+	}
 	if q == queueBelow {
 		c.competing, c.cutQueue, c.overshoot = false, 0, false
 	}
 	if c.cutQueue > 0 && !(now.Sub(c.lastCut) < c.cutSpacing()) {
-		// One cutSpacing after a delay cut the queue should have fallen; if not, other flows hold
-		// it: undo the cut (as TCP undoes a spurious one, RFC 3522) and compete as Native.
-		if c.competing = c.srtt-c.minRTT >= c.cutQueue; c.competing {
-			n.stp = min(n.stp, c.cutFrom)
-			c.selfCut = false
+		switch qd := c.srtt - c.minRTT; {
+		case qd < c.cutQueue: // fallen: the queue was ours
+			c.cutQueue = 0
+		case c.cutExcess > LossTolerantOwnExcess:
+			// We were sending well above the receive rate: our own excess, in flight when the
+			// cut was made, explains the growth. Judge again one spacing later, from here.
+			c.cutExcess, c.cutQueue, c.cutFrom, c.lastCut = 0, qd, n.stp, now
+		default:
+			// One cutSpacing after a delay cut the queue should have fallen; if not, other
+			// flows hold it: undo the cut (as TCP undoes a spurious decrease, RFC 3522), up to
+			// 1/0.95 of the receive rate, and compete.
+			c.competing, c.selfCut, c.cutQueue = true, false, 0
+			n.stp = min(n.stp, max(c.cutFrom, LossTolerantDelayCut*usPerSecond/float64(max(n.recvRate, 1))))
 		}
-		c.cutQueue = 0
 	}
 	switch {
-	case q == queueDeep || c.competing:
+	case c.deepLong(now) || c.competing:
 		n.incMin, n.incMax = 0, 0 // the native increase
-	case q == queueAbove:
+	case q != queueBelow:
 		n.incMin, n.incMax = minIncrease, minIncrease
 	default:
 		perSYN := synUS / n.stp // the rate in packets per SYN
@@ -63,6 +75,7 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 			n.clamp()
 			c.delayCuts++
 			c.cutQueue = c.srtt - c.minRTT
+			c.cutExcess = target / c.cutFrom // the sending rate over the cut's, 1/0.95 at R
 		}
 	}
 }
@@ -101,6 +114,13 @@ func (c *LossTolerant) recentMaxRate(now time.Time) float64 {
 // fell: two smoothed RTTs for the cut to reach the queue and the queue to show in the RTT, plus
 // 8 SYNs for the RTT smoothing to follow (the receiver's 7/8 filter, one sample per ACK, §4.2).
 func (c *LossTolerant) cutSpacing() time.Duration { return 2*c.srtt + 8*SYN }
+
+// deepLong reports whether the queue has been deep for a cutSpacing or more: held by other flows,
+// not a spike (a burst released by a stalled router or host, the controller's own overshoot),
+// which drains within an RTT or so.
+func (c *LossTolerant) deepLong(now time.Time) bool {
+	return !c.deepSince.IsZero() && !(now.Sub(c.deepSince) < c.cutSpacing())
+}
 
 // Queue states (LossTolerant.queue).
 const (

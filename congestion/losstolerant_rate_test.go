@@ -61,7 +61,8 @@ func TestLossTolerantCompeting(t *testing.T) {
 	}
 }
 
-// A congestion decrease leaves at least 0.85 of the receive rate, unless the queue is deep.
+// A congestion decrease leaves at least 0.85 of the receive rate, 0.7 when other flows hold the
+// queue.
 func TestLossTolerantFloor(t *testing.T) {
 	c := ltAfterSlowStart(t)
 	rttACK(c, 20, 11300*time.Microsecond, 20) // delay cut: STP 105.26, LastDecSeq = ISN+1000
@@ -71,12 +72,24 @@ func TestLossTolerantFloor(t *testing.T) {
 	if want := 1e6 / 8500; !near(c.nat.stp, want) {
 		t.Fatalf("STP %v after a congestion loss, want the floor %v", c.nat.stp, want)
 	}
-	// In a deep queue (5.1 ms > 10 ms/2) the native decrease goes below the floor.
-	d := ltAfterSlowStart(t)
-	rttACK(d, 20, 15100*time.Microsecond, 20)
-	d.OnLoss(ms(21), lossAt(600, 600))
-	if d.nat.stp != 113 {
-		t.Fatalf("deep queue: STP %v, want the native ⌈100·1.125⌉ = 113", d.nat.stp)
+	// A deep queue (5.1 ms > 10 ms/2): every NAK goes to the native algorithm (five decreases
+	// in a period with DecRandom 1), floored at 0.85 of the receive rate while the queue is a
+	// spike, at 0.7 (CUBIC's decrease) once it has been deep for a cutSpacing.
+	for _, x := range []struct {
+		name  string
+		since time.Time
+		floor float64
+	}{{"spike", time.Time{}, 0.85}, {"held", t0.Add(-time.Second), 0.7}} {
+		d := ltAfterSlowStart(t)
+		d.nat.stp = 112 // the native decreases would reach ⌈…⌈112·1.125⌉…⌉ = 203
+		d.deepSince = x.since
+		rttACK(d, 20, 15100*time.Microsecond, 20)
+		for i := range 5 {
+			d.OnLoss(ms(21+float64(i)), lossAt(600+i, 600+i))
+		}
+		if want := 1e6 / (x.floor * 10000); !near(d.nat.stp, want) {
+			t.Errorf("deep queue, %s: STP %v, want the floor %v", x.name, d.nat.stp, want)
+		}
 	}
 }
 
@@ -101,7 +114,7 @@ func TestLossTolerantOvershoot(t *testing.T) {
 }
 
 // With no queue the native increase is bounded to 0.1–0.25 % of the rate per SYN; above the
-// threshold it is 0.01 packets per SYN; in a deep queue it is the native one.
+// threshold it is 0.01 packets per SYN; in a queue deep for a cutSpacing it is the native one.
 func TestLossTolerantGrowthBounds(t *testing.T) {
 	for _, x := range []struct {
 		name string
@@ -112,9 +125,13 @@ func TestLossTolerantGrowthBounds(t *testing.T) {
 		{"no queue, spare 11.9 Gbit/s", 1000000, 10 * time.Millisecond, func(*Native) float64 { return 0.25 }},
 		{"no queue, spare 1 pkt/s", 10001, 10 * time.Millisecond, func(*Native) float64 { return 0.1 }},
 		{"queue above the threshold", 1000000, 11300 * time.Microsecond, func(*Native) float64 { return minIncrease }},
-		{"deep queue", 1000000, 15100 * time.Microsecond, func(n *Native) float64 { return n.increase() }},
+		{"deep queue, briefly", 1000000, 15100 * time.Microsecond, func(*Native) float64 { return minIncrease }},
+		{"deep queue for a cutSpacing", 1000000, 15100 * time.Microsecond, func(n *Native) float64 { return n.increase() }},
 	} {
 		c := ltAfterSlowStart(t)
+		if x.name == "deep queue for a cutSpacing" {
+			c.deepSince = t0.Add(-time.Second) // deep for a while: held by other flows
+		}
 		c.nat.bw = x.bw
 		c.nat.lastDecPeriod = 1e9 // no bw/9 cap
 		c.nat.recvRate = 0        // no delay cut
@@ -146,5 +163,24 @@ func TestLossTolerantReturnGrowth(t *testing.T) {
 	c.OnACK(ms(2100), ACK{Seq: sq(100), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
 	if want := stp * synUS / (stp*inc*4 + synUS); !near(c.nat.stp, want) {
 		t.Fatalf("after 2 s: STP %v, want %v (an increase of %v)", c.nat.stp, want, inc)
+	}
+}
+
+// A queue that has not fallen after a delay cut made while sending well above the receive rate
+// is judged again one spacing later, not taken for other flows': the excess was in flight.
+func TestLossTolerantOwnExcess(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	c.nat.stp = 80 // 12 500 pkt/s against a receive rate of 10 000: a cut to 105.26 µs, ratio 1.32
+	rttACK(c, 20, 11300*time.Microsecond, 20)
+	if c.cutExcess < 1.3 {
+		t.Fatalf("cutExcess %v, want ≈ 1.32", c.cutExcess)
+	}
+	rttACK(c, 130, 12*time.Millisecond, 30) // higher one spacing later: judged again
+	if c.competing || c.cutQueue != 2*time.Millisecond {
+		t.Fatalf("competing %v, cutQueue %v: want a second judgement from 2 ms", c.competing, c.cutQueue)
+	}
+	rttACK(c, 250, 11500*time.Microsecond, 40) // fallen by then: ours, and still above: cut again
+	if c.competing || c.DelayCuts() != 2 {
+		t.Fatalf("competing %v, %d delay cuts after the queue fell, want false, 2", c.competing, c.DelayCuts())
 	}
 }

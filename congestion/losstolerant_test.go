@@ -267,7 +267,8 @@ func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
 	lt.OnLoss(ms(85), Loss{Ranges: []Range{{sq(1101), sq(1101)}}, CurrSeq: sq(1200)})
 	lt.nat.loss = false // look at the catch-up count alone
 	stp := lt.nat.stp
-	inc = lt.nat.increase() // 6 ms of queue: deep, the native increase
+	lt.deepSince = ms(-1000) // 6 ms of queue, deep for longer than a cutSpacing:
+	inc = lt.nat.increase()  // the native increase
 	lt.OnACK(ms(100), ACK{Seq: sq(50), RTT: 16 * time.Millisecond, CurrSeq: sq(1200)})
 	if want := stp * synUS / (stp*inc + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
 		t.Fatalf("STP %v, want %v (1 increase)", lt.nat.stp, want)
