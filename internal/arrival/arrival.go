@@ -62,6 +62,10 @@ type Estimator struct {
 	run      int64
 	span     int64
 	pairOpen bool
+	// lead is the gap before the run's first packet; typical is the median
+	// interval of the last RecvSpeed call (ns). Close runs: see OnArrival.
+	lead    int64
+	typical int64
 }
 
 // New returns an Estimator whose first interval is measured from now (the
@@ -75,7 +79,7 @@ func New(now time.Time) *Estimator {
 // Reset fills both windows with their initial values (spec §6.1, §6.2) and
 // measures the next interval from now.
 func (e *Estimator) Reset(now time.Time) {
-	*e = Estimator{last: now}
+	*e = Estimator{last: now, typical: int64(InitialArrivalInterval)}
 	for i := range e.arr {
 		e.arr[i] = int64(InitialArrivalInterval)
 	}
@@ -106,21 +110,26 @@ func (e *Estimator) Reset(now time.Time) {
 //     divide by it); a pair whose second packet starts a run gets that run's
 //     spacing, (T−L)/k.
 //
-//   - Close pairs. A packet that arrives less than 1/8 of the previous interval
-//     after a packet that started a run (a lone packet) joins it as if it had
-//     the same time, and the pair's span grows by that gap: the two count as
-//     two intervals of half the span. A pacer that is late releases its due
-//     packets together (pacer catch-up), so such a pair stands for two packet
-//     times; the reference's filter drops the short gap as an outlier below
-//     M/8 and keeps the long one, and a window with a few pairs then reads
-//     well below the true speed (6–10 % at 100 Mbit/s through the testbed).
-//     A packet-pair probe's second packet never joins: its gap is the probe.
+//   - Close runs. A packet that arrives less than 1/8 of the typical interval
+//     (the median M of the last RecvSpeed call) and less than 1/8 of the gap
+//     that started the current run after the previous packet joins that run,
+//     as if it had the same time, and the run's span grows by its gap: k such
+//     packets count as k intervals of span/k. A pacer that is late releases its
+//     due packets together (pacer catch-up), a token-bucket shaper passes a
+//     bucketful at wire speed, a router that stalled releases what it held: a
+//     run stands for its packets' share of the time since the packet before
+//     it. The reference keeps the short gaps; when they are the majority of
+//     the 16 the median is one of them and the speed reads up to a hundred
+//     times the link rate (seen on the testbed behind tbf), and when they are
+//     a few, the filter drops them as outliers below M/8 and keeps the long
+//     one, reading 6–10 % low. A packet-pair probe's second packet never
+//     joins: its gap is the probe.
 //
 // Times going backwards count as 0 and start a new run.
 func (e *Estimator) OnArrival(now time.Time, seq seqno.Seq) {
 	d := int64(now.Sub(e.last))
 	probe2 := e.p1Last && seq == e.p1Seq.Inc()
-	sameRun := e.run > 0 && (d == 0 || d > 0 && e.run == 1 && !probe2 && d*8 < e.span)
+	sameRun := e.run > 0 && (d == 0 || d > 0 && !probe2 && d*8 < e.lead && d*8 < e.typical)
 	if sameRun {
 		e.span += d
 		e.run++
@@ -137,6 +146,7 @@ func (e *Estimator) OnArrival(now time.Time, seq seqno.Seq) {
 		}
 	} else {
 		e.run, e.span, e.pairOpen = 1, max(0, d), false
+		e.lead = e.span
 		e.arr[e.ai] = e.span
 	}
 	if e.ai++; e.ai == ArrivalWindow {
@@ -171,10 +181,12 @@ func median(dst, window []int64) int64 {
 // inverted and rounded up, or 0 if no more than 8 of the 16 intervals pass
 // the filter (the sender ignores 0). Before real traffic it reads 1 packet/s
 // (the initial 1 s intervals); while real intervals displace them it can read
-// 0 for a few packets.
+// 0 for a few packets. M becomes the typical interval that bounds close runs
+// (see [Estimator.OnArrival]).
 func (e *Estimator) RecvSpeed() int {
 	var tmp [ArrivalWindow]int64
 	m := median(tmp[:], e.arr[:])
+	e.typical = m
 	upper, lower := m<<3, m>>3
 	var sum, count int64
 	for _, x := range e.arr {
