@@ -50,10 +50,15 @@ const (
 	// later instead of taken for other flows': 1.1, a sending rate 4.5 % above the receive rate,
 	// whose own excess, in flight at the cut, still fills the queue.
 	LossTolerantOwnExcess = 1.1
+	// LossTolerantPathRateAge is how long the highest receive rate counts as the path's rate,
+	// on which the cap of the increase is based (LossTolerantMaxGrowth): 10 s, BBR's window
+	// for its minimum RTT.
+	LossTolerantPathRateAge = 10 * time.Second
 	// LossTolerantMaxRateAge is how long a receive rate counts as recently delivered.
 	LossTolerantMaxRateAge = 2 * time.Second
 	// LossTolerantMinGrowth and LossTolerantMaxGrowth bound the increase while no queue is seen,
-	// as a fraction of the rate per SYN: 0.1 % (10.5 % per second) to 0.25 % (28 % per second).
+	// per SYN: at least 0.1 % of the flow's rate (10.5 % per second), at most 0.25 % of the
+	// path's rate (the highest receive rate of the last LossTolerantPathRateAge).
 	LossTolerantMinGrowth = 0.001
 	LossTolerantMaxGrowth = 0.0025
 )
@@ -127,8 +132,12 @@ const ltRanges = 256
 // queueing delay q = smoothed RTT − min RTT (the RTT being the one the ACK carries, smoothed
 // once, ACK.PeerRTT) and the receive rate R (spec §6.1, ACK.RecvRate):
 //
-//   - Increase. With no queue (q at most the threshold), the native increase is bounded to
-//     LossTolerantMinGrowth–LossTolerantMaxGrowth of the rate per SYN (10–28 % per second), and
+//   - Increase. With no queue (q at most the threshold), the native increase is bounded per SYN
+//     to at least LossTolerantMinGrowth of the flow's rate (10 % per second) and at most
+//     LossTolerantMaxGrowth of the path's rate (the highest R of the last 10 s; 28 % of it per
+//     second), a cap that is the same for every flow on the path, so that they converge to a
+//     fair share as AIMD does (Chiu, Jain, "Analysis of the Increase and Decrease Algorithms
+//     for Congestion Avoidance in Computer Networks", 1989); and it
 //     is LossTolerantReturnGrowth (1 % per SYN) while the rate is under 0.95 of the highest R of
 //     the last LossTolerantMaxRateAge after a decrease of its own: back quickly to what the path
 //     delivered, as CUBIC's concave region returns to its last maximum (RFC 9438 §4.2). With a
@@ -204,7 +213,8 @@ type LossTolerant struct {
 	cutExcess float64       // the sending rate over the target at the last delay cut; 0 once re-judged
 	competing bool          // the queue did not fall after a delay cut: other flows hold it
 	overshoot bool          // slow start ended on congestion and the queue has not drained since
-	maxRate   [2]rateSample // the highest receive rate in this and the previous LossTolerantMaxRateAge/2
+	maxRate   maxFilter     // the highest receive rate of the last LossTolerantMaxRateAge
+	pathRate  maxFilter     // the highest receive rate of the last LossTolerantPathRateAge
 	selfCut   bool          // the last decrease was this flow's own (not competing, not deep for long)
 	maxLost   uint32        // the largest sequence number reported lost so far
 	anyLost   bool          // maxLost is set

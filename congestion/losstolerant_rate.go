@@ -54,12 +54,19 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 		perSYN := synUS / n.stp // the rate in packets per SYN
 		n.incMin = max(LossTolerantMinGrowth*perSYN, minIncrease)
 		n.incMax = max(LossTolerantMaxGrowth*perSYN, minIncrease)
-		if c.selfCut && !n.slowStart && usPerSecond/n.stp < LossTolerantDelayCut*c.recentMaxRate(now) {
+		if path := c.pathRate.max(now, LossTolerantPathRateAge); path > 0 {
+			// The cap is a share of the path's rate, the same for every flow on it, so that
+			// flows of unequal rates grow alike (additive increase: fairness, Chiu and Jain
+			// 1989), not in proportion to their rates.
+			n.incMax = max(LossTolerantMaxGrowth*path*SYN.Seconds(), n.incMin)
+		}
+		if c.selfCut && !n.slowStart && usPerSecond/n.stp < LossTolerantDelayCut*c.maxRate.max(now, LossTolerantMaxRateAge) {
 			n.incMin = max(LossTolerantReturnGrowth*perSYN, minIncrease)
 			n.incMax = n.incMin
 		}
 	}
-	c.recordRate(now, a.RecvRate)
+	c.maxRate.add(now, a.RecvRate, LossTolerantMaxRateAge)
+	c.pathRate.add(now, a.RecvRate, LossTolerantPathRateAge)
 	n.OnACK(now, a)
 	rate := float64(n.recvRate)
 	if rate <= 0 {
@@ -86,24 +93,27 @@ type rateSample struct {
 	rate  int
 }
 
-// recordRate folds a receive rate (packets/s, ≤ 0: none) into the windowed maximum: two spans
-// of LossTolerantMaxRateAge/2, the older dropped when a new one begins.
-func (c *LossTolerant) recordRate(now time.Time, rate int) {
+// maxFilter is a windowed maximum of receive rates over about age: two spans of age/2, the
+// older dropped when a new one begins (a cheap form of the max filter of BBR, Cardwell et al.).
+type maxFilter [2]rateSample
+
+// add folds in a receive rate (packets/s, ≤ 0: none) at now.
+func (f *maxFilter) add(now time.Time, rate int, age time.Duration) {
 	if rate <= 0 {
 		return
 	}
-	if now.Sub(c.maxRate[1].since) >= LossTolerantMaxRateAge/2 || now.Before(c.maxRate[1].since) {
-		c.maxRate[0], c.maxRate[1] = c.maxRate[1], rateSample{since: now}
+	if now.Sub(f[1].since) >= age/2 || now.Before(f[1].since) {
+		f[0], f[1] = f[1], rateSample{since: now}
 	}
-	c.maxRate[1].rate = max(c.maxRate[1].rate, rate)
+	f[1].rate = max(f[1].rate, rate)
 }
 
-// recentMaxRate returns the highest receive rate of the last LossTolerantMaxRateAge or so
-// (between half of it and all of it), in packets/s; 0 if none.
-func (c *LossTolerant) recentMaxRate(now time.Time) float64 {
+// max returns the highest rate of the last age or so (between half of it and all of it), in
+// packets/s; 0 if none.
+func (f *maxFilter) max(now time.Time, age time.Duration) float64 {
 	r := 0
-	for _, m := range c.maxRate {
-		if now.Sub(m.since) < LossTolerantMaxRateAge {
+	for _, m := range f {
+		if now.Sub(m.since) < age {
 			r = max(r, m.rate)
 		}
 	}

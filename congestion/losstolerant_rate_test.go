@@ -159,7 +159,7 @@ func TestLossTolerantReturnGrowth(t *testing.T) {
 	// 2 s later the maximum has aged out: the bounded growth again (4 SYNs caught up: two RTTs).
 	c.nat.lastDecPeriod = 1e9
 	stp = c.nat.stp
-	inc := boundedInc(c.nat)
+	inc := boundedInc(c.nat, 10000)
 	c.OnACK(ms(2100), ACK{Seq: sq(100), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
 	if want := stp * synUS / (stp*inc*4 + synUS); !near(c.nat.stp, want) {
 		t.Fatalf("after 2 s: STP %v, want %v (an increase of %v)", c.nat.stp, want, inc)
@@ -182,5 +182,18 @@ func TestLossTolerantOwnExcess(t *testing.T) {
 	rttACK(c, 250, 11500*time.Microsecond, 40) // fallen by then: ours, and still above: cut again
 	if c.competing || c.DelayCuts() != 2 {
 		t.Fatalf("competing %v, %d delay cuts after the queue fell, want false, 2", c.competing, c.DelayCuts())
+	}
+}
+
+// The cap of the increase is a share of the path's rate, so two flows at unequal rates on one
+// path grow by the same number of packets per SYN (additive increase), not in proportion.
+func TestLossTolerantCapIsAdditive(t *testing.T) {
+	for _, stp := range []float64{100, 200, 400} {
+		c := ltAfterSlowStart(t) // path rate: the receive rate of 10 000 pkt/s seen so far
+		c.nat.stp, c.nat.bw, c.nat.lastDecPeriod = stp, 1000000, 1e9
+		c.OnACK(ms(20), ACK{Seq: sq(20), RTT: 10 * time.Millisecond, Bandwidth: 1000000, CurrSeq: sq(1000)})
+		if want := stp * synUS / (stp*0.25 + synUS); !near(c.nat.stp, want) {
+			t.Errorf("STP %v: after one increase %v, want %v (0.25 packets per SYN)", stp, c.nat.stp, want)
+		}
 	}
 }

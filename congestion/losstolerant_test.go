@@ -30,11 +30,11 @@ func ltClassifier(t *testing.T) *LossTolerant {
 	return c
 }
 
-// boundedInc is the increase LossTolerant applies with no queue at STP stp: the native one
-// bounded to 0.1–0.25 % of the rate per SYN.
-func boundedInc(n *Native) float64 {
-	perSYN := synUS / n.stp
-	return min(max(n.increase(), LossTolerantMinGrowth*perSYN), LossTolerantMaxGrowth*perSYN)
+// boundedInc is the increase LossTolerant applies with no queue and path rate path (packets/s):
+// the native one bounded to at least 0.1 % of the rate per SYN, at most 0.25 % of the path's.
+func boundedInc(n *Native, path float64) float64 {
+	lo := LossTolerantMinGrowth * synUS / n.stp
+	return min(max(n.increase(), lo), max(LossTolerantMaxGrowth*path*SYN.Seconds(), lo))
 }
 
 func lossAt(first, last int) Loss {
@@ -191,9 +191,9 @@ func TestLossTolerantIncreaseCatchUp(t *testing.T) {
 		{10, 1}, {15, 1}, {30, 3}, {40.5, 4}, {50, 4}, {1000, 4}, // RTT 10 ms: at most ⌈2·(10+10)/10⌉ = 4
 	} {
 		lt := ltAfterSlowStart(t)
-		lt.nat.bw = 1000000        // spare capacity 990 000 pkt/s ≈ 11.9 Gbit/s: inc = 100 packets per SYN
-		lt.nat.lastDecPeriod = 1e9 // no bw/9 cap on the spare capacity
-		inc := boundedInc(lt.nat)  // the native 100 packets per SYN, bounded to 0.25 % of 100
+		lt.nat.bw = 1000000              // spare capacity 990 000 pkt/s ≈ 11.9 Gbit/s: inc = 100 packets per SYN
+		lt.nat.lastDecPeriod = 1e9       // no bw/9 cap on the spare capacity
+		inc := boundedInc(lt.nat, 10000) // the native 100 packets per SYN, bounded to 0.25 % of 100
 		lt.OnACK(ms(10+c.gap), ACK{Seq: sq(100), RTT: 10 * time.Millisecond, RecvRate: 10000, Bandwidth: 1000000, CurrSeq: sq(1000)})
 		want := 100 * synUS / (100*inc*c.steps + synUS)
 		if d := lt.nat.stp - want; d > 1e-9 || d < -1e-9 {
@@ -257,7 +257,7 @@ func TestLossTolerantCatchUpAfterCongestion(t *testing.T) {
 	}
 	lt.OnLoss(ms(25), Loss{Ranges: []Range{{sq(1001), sq(1001)}}, CurrSeq: sq(1100)}) // queue 0: random, not counted
 	// 40 ms later: 4 SYNs since the last rate control; the last congestion signal (ms 12) is older.
-	inc := boundedInc(lt.nat)
+	inc := boundedInc(lt.nat, 10000)
 	lt.OnACK(ms(60), ACK{Seq: sq(40), RTT: 10 * time.Millisecond, CurrSeq: sq(1100)})
 	if want := 113 * synUS / (113*inc*4 + synUS); math.Abs(lt.nat.stp-want) > 1e-9 {
 		t.Fatalf("STP %v, want %v (4 increases)", lt.nat.stp, want)
