@@ -63,7 +63,8 @@ type rateFlow struct {
 	sched *pacer.Scheduler
 	conn  *net.UDPConn
 	buf   []byte
-	end   time.Time
+	dur   time.Duration // the sending time, from the first Release
+	end   time.Time     // set by the first Release
 	maxN  int
 	sent  int
 	first time.Time // time of the first departure
@@ -74,6 +75,9 @@ type rateFlow struct {
 
 // Release implements pacer.Flow.
 func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
+	if f.end.IsZero() { // the clock starts at the first release: a late start costs no samples
+		f.end = now.Add(f.dur)
+	}
 	if !now.Before(f.end) || (f.maxN > 0 && f.sent >= f.maxN) {
 		f.done()
 		return 0, time.Time{}
@@ -192,7 +196,7 @@ func rateOnce(c common, r rateConfig, name string) (rateRow, []float64, error) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	start := time.Now()
-	f := &rateFlow{sched: sched, conn: conn, buf: make([]byte, datagram), end: start.Add(r.duration),
+	f := &rateFlow{sched: sched, conn: conn, buf: make([]byte, datagram), dur: r.duration,
 		maxN: c.n, late: make([]float64, 0, 1<<20), done: sync.OnceFunc(wg.Done)}
 	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s", name, r.bitsPerSec/1e6))
 	cpu0 := cpuTime()
