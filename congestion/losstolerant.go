@@ -50,6 +50,9 @@ const (
 	// later instead of taken for other flows': 1.1, a sending rate 4.5 % above the receive rate,
 	// whose own excess, in flight at the cut, still fills the queue.
 	LossTolerantOwnExcess = 1.1
+	// LossTolerantAppLimited is the multiple of the path's rate (the highest receive rate of the
+	// last LossTolerantPathRateAge) above which the rate does not increase: 2.
+	LossTolerantAppLimited = 2
 	// LossTolerantPathRateAge is how long the highest receive rate counts as the path's rate,
 	// on which the cap of the increase is based (LossTolerantMaxGrowth): 10 s, BBR's window
 	// for its minimum RTT.
@@ -57,8 +60,9 @@ const (
 	// LossTolerantMaxRateAge is how long a receive rate counts as recently delivered.
 	LossTolerantMaxRateAge = 2 * time.Second
 	// LossTolerantMinGrowth and LossTolerantMaxGrowth bound the increase while no queue is seen,
-	// per SYN: at least 0.1 % of the flow's rate (10.5 % per second), at most 0.25 % of the
-	// path's rate (the highest receive rate of the last LossTolerantPathRateAge).
+	// per SYN: at least 0.1 % of the flow's rate (10.5 % per second, compounded), at most 0.25 %
+	// of the path's rate (the highest receive rate of the last LossTolerantPathRateAge; 25 % of
+	// it per second, additive); the cap wins.
 	LossTolerantMinGrowth = 0.001
 	LossTolerantMaxGrowth = 0.0025
 )
@@ -133,11 +137,13 @@ const ltRanges = 256
 // once, ACK.PeerRTT) and the receive rate R (spec §6.1, ACK.RecvRate):
 //
 //   - Increase. With no queue (q at most the threshold), the native increase is bounded per SYN
-//     to at least LossTolerantMinGrowth of the flow's rate (10 % per second) and at most
-//     LossTolerantMaxGrowth of the path's rate (the highest R of the last 10 s; 28 % of it per
-//     second), a cap that is the same for every flow on the path, so that they converge to a
-//     fair share as AIMD does (Chiu, Jain, "Analysis of the Increase and Decrease Algorithms
-//     for Congestion Avoidance in Computer Networks", 1989); and it
+//     to at least LossTolerantMinGrowth of the flow's rate (10.5 % per second, compounded) and
+//     at most LossTolerantMaxGrowth of the path's rate (the highest R of the last 10 s; 25 % of
+//     it per second), a cap that is the same for every flow on the path, so that they converge
+//     to a fair share as AIMD does (Chiu, Jain, "Analysis of the Increase and Decrease
+//     Algorithms for Congestion Avoidance in Computer Networks", 1989). Above
+//     LossTolerantAppLimited (2) times the path's rate the rate does not grow: the application
+//     or the receiver holds the flow back (RFC 7661). And it
 //     is LossTolerantReturnGrowth (1 % per SYN) while the rate is under 0.95 of the highest R of
 //     the last LossTolerantMaxRateAge after a decrease of its own: back quickly to what the path
 //     delivered, as CUBIC's concave region returns to its last maximum (RFC 9438 §4.2). With a
@@ -279,15 +285,16 @@ func (c *LossTolerant) OnLoss(now time.Time, l Loss) {
 	if c.nat.slowStart {
 		c.overshoot = true
 	}
+	stp := c.nat.stp
 	c.nat.OnLoss(now, l)
 	if n := c.nat; n.recvRate > 0 {
-		if c.overshoot || !c.deepLong(now) && !c.competing {
-			n.stp = min(n.stp, usPerSecond/(LossTolerantFloor*float64(n.recvRate)))
-			c.selfCut = true
-		} else {
-			n.stp = min(n.stp, usPerSecond/(LossTolerantCompetingFloor*float64(n.recvRate)))
-			c.selfCut = false
+		floor := LossTolerantCompetingFloor
+		if c.selfCut = c.overshoot || !c.deepLong(now) && !c.competing; c.selfCut {
+			floor = LossTolerantFloor
 		}
+		// The floor limits the decrease; it never speeds the sender up (a receive rate read
+		// far above the sending rate would).
+		n.stp = min(n.stp, max(stp, usPerSecond/(floor*float64(n.recvRate))))
 	}
 }
 

@@ -45,6 +45,7 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 			n.stp = min(n.stp, max(c.cutFrom, LossTolerantDelayCut*usPerSecond/float64(max(n.recvRate, 1))))
 		}
 	}
+	n.hold = false
 	switch {
 	case c.deepLong(now) || c.competing:
 		n.incMin, n.incMax = 0, 0 // the native increase
@@ -58,7 +59,12 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 			// The cap is a share of the path's rate, the same for every flow on it, so that
 			// flows of unequal rates grow alike (additive increase: fairness, Chiu and Jain
 			// 1989), not in proportion to their rates.
-			n.incMax = max(LossTolerantMaxGrowth*path*SYN.Seconds(), n.incMin)
+			n.incMax = max(LossTolerantMaxGrowth*path*SYN.Seconds(), minIncrease)
+			n.incMin = min(n.incMin, n.incMax)
+			// Sending well above anything the path has delivered: the application or the
+			// receiver holds the flow back, and a rate that grew unused would leave as a burst
+			// when they let go (RFC 7661 keeps TCP's window from growing unused likewise).
+			n.hold = usPerSecond/n.stp > LossTolerantAppLimited*path
 		}
 		if c.selfCut && !n.slowStart && usPerSecond/n.stp < LossTolerantDelayCut*c.maxRate.max(now, LossTolerantMaxRateAge) {
 			n.incMin = max(LossTolerantReturnGrowth*perSYN, minIncrease)

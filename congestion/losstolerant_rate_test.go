@@ -197,3 +197,41 @@ func TestLossTolerantCapIsAdditive(t *testing.T) {
 		}
 	}
 }
+
+// A flow held back by its application or receiver (sending above twice anything the path has
+// delivered) does not grow its rate unused; below that it grows.
+func TestLossTolerantAppLimited(t *testing.T) {
+	for _, x := range []struct {
+		stp  float64 // µs
+		grow bool
+	}{{400, false}, {600, true}} { // 2500 and 1667 pkt/s against a path rate of 1000
+		c := NewLossTolerant(WithRandSource(half))
+		c.Init(t0, Params{MSS: 1500, FlowWindow: 16, ISN: isn})
+		c.OnACK(ms(10), ACK{Seq: sq(16), RTT: 10 * time.Millisecond, RecvRate: 1000, Bandwidth: 20000, CurrSeq: sq(100)})
+		c.nat.stp = x.stp
+		c.OnACK(ms(20), ACK{Seq: sq(30), RTT: 10 * time.Millisecond, CurrSeq: sq(100)})
+		if grew := c.nat.stp < x.stp; grew != x.grow {
+			t.Errorf("STP %v µs: after an ACK %v, grew %v, want %v", x.stp, c.nat.stp, grew, x.grow)
+		}
+	}
+}
+
+// The floor limits a decrease; a receive rate read far above the sending rate does not turn a
+// congestion signal into a speed-up.
+func TestLossTolerantFloorNeverSpeedsUp(t *testing.T) {
+	c := ltClassifier(t)
+	c.nat.recvRate = 1 << 30
+	c.OnLoss(ms(12), lossAt(600, 659)) // 60 losses in 2000: congestion
+	if c.nat.stp < 100 {
+		t.Fatalf("STP %v after a congestion signal, want ≥ 100 (no speed-up)", c.nat.stp)
+	}
+}
+
+// Period never rounds to 0, which would mean unpaced.
+func TestLossTolerantPeriodNeverZero(t *testing.T) {
+	c := ltAfterSlowStart(t)
+	c.nat.stp = 1e-6 // 1 ps
+	if p := c.State().Period; p <= 0 {
+		t.Fatalf("Period %v, want ≥ 1 ns", p)
+	}
+}

@@ -95,8 +95,10 @@ type Native struct {
 	lastLoss time.Time // the last loss report (OnLoss with ranges), for catchUp
 
 	// incMin and incMax, when incMax > 0, bound the increase of a rate-control step (packets per
-	// SYN, before catchUp's multiplication). Zero in Native; LossTolerant sets them per step.
+	// SYN, before catchUp's multiplication); hold suppresses it. Zero in Native; LossTolerant
+	// sets them per step.
 	incMin, incMax float64
+	hold           bool
 
 	// Connection parameters (Init).
 	mss      float64 // bytes, IP and UDP headers included
@@ -232,6 +234,9 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 	inc := n.increase()
 	if n.incMax > 0 {
 		inc = min(max(inc, n.incMin), n.incMax)
+	}
+	if n.hold {
+		return
 	}
 	n.stp = n.stp * synUS / (n.stp*inc*steps + synUS)
 	n.clamp()
@@ -379,7 +384,7 @@ func (n *Native) OnPacketReceived(now time.Time, seq uint32, size int) {}
 // ACKPeriod = SYN.
 func (n *Native) State() State {
 	return State{
-		Period:    time.Duration(math.Round(n.stp * nanosPerMicrosec)),
+		Period:    max(time.Duration(math.Round(n.stp*nanosPerMicrosec)), 1), // ≥ 1 ns: 0 would mean unpaced
 		Window:    math.Min(n.cwnd, NoWindowLimit),
 		ACKPeriod: SYN,
 	}

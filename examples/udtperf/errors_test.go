@@ -23,6 +23,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"client", "-connect", "h:1", "-time", "-5s"}, "-time must be positive"},
 		{[]string{"server", "-interval", "1ms"}, "-interval"},
 		{[]string{"client", "-connect", "h:1", "-reverse", "-file", "x"}, "cannot be combined"},
+		{[]string{"client", "-connect", "h:1", "-reverse", "-cc", "udt-lt", "-pacer", "spin"}, "-cc, -pacer set the sender, which with -reverse is the server"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"server", "-dir", "/nonexistent/udtperf"}, "not a directory"},
 		{[]string{"client", "-connect", "h:1", "extra"}, "unexpected argument"},

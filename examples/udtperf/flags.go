@@ -257,6 +257,17 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	if o.file != "" && o.reverse {
 		return nil, usageError{errors.New("-file and -reverse cannot be combined (a file is always sent by the client)")}
 	}
+	if o.reverse {
+		var set []string // sender-side flags, which the server's own flags decide with -reverse
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "cc" || f.Name == "pacer" || f.Name == "strict" {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return nil, usageError{fmt.Errorf("%s set the sender, which with -reverse is the server: give them to udtperf server", strings.Join(set, ", "))}
+		}
+	}
 	for _, err := range []error{o.out.validate(), o.tr.validate([]string{o.tr.pacer}), o.limit.validate()} {
 		if err != nil {
 			return nil, usageError{err}

@@ -132,6 +132,7 @@ func writeJSON(w io.Writer, rows []Row) error {
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "client->server", not "client-\u003eserver"
 	return enc.Encode(struct {
 		Results []Row `json:"results"`
 	}{rows})
@@ -139,7 +140,9 @@ func writeJSON(w io.Writer, rows []Row) error {
 
 // writeJSONLine prints {"results": [row]} on one line (the server's per-transfer document).
 func writeJSONLine(w io.Writer, row Row) error {
-	return json.NewEncoder(w).Encode(struct {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(struct {
 		Results []Row `json:"results"`
 	}{[]Row{row}})
 }
