@@ -187,7 +187,8 @@ const ltRanges = 256
 //
 // Losses are counted once: only the part of a NAK beyond the largest loss already reported
 // counts, so the receiver's periodic re-reports (spec §4.4) do not inflate the loss rate. The
-// minimum RTT is the smallest RTT of the connection's life, never aged out (BBR ages its own
+// minimum RTT is the smallest RTT of the connection's life (of each two consecutive samples the
+// larger, so that one sample read far too low does not set it), never aged out (BBR ages its own
 // over 10 s): if the path's RTT grows, losses look like congestion and the controller falls
 // back to the native behaviour, the safe direction.
 //

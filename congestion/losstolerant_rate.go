@@ -14,9 +14,15 @@ func (c *LossTolerant) OnACK(now time.Time, a ACK) {
 		if a.PeerRTT > 0 {
 			r = a.PeerRTT // smoothed once, not twice: it shows a queue sooner
 		}
+		// The minimum takes the larger of the last two samples: one sample read far too low
+		// (a forged or corrupt ACK) would otherwise make every later queue look deep for good.
+		m := r
+		if c.srtt > 0 {
+			m = max(r, c.srtt)
+		}
 		c.srtt = r
-		if c.minRTT == 0 || r < c.minRTT {
-			c.minRTT = r
+		if c.minRTT == 0 || m < c.minRTT {
+			c.minRTT = m
 		}
 	}
 	q := c.queue()

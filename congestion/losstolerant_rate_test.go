@@ -235,3 +235,17 @@ func TestLossTolerantPeriodNeverZero(t *testing.T) {
 		t.Fatalf("Period %v, want ≥ 1 ns", p)
 	}
 }
+
+// One RTT sample read far too low does not become the minimum RTT; two in a row do.
+func TestLossTolerantMinRTTNeedsTwoSamples(t *testing.T) {
+	c := ltAfterSlowStart(t) // min RTT 10 ms
+	c.OnACK(ms(20), ACK{Seq: sq(20), RTT: 10 * time.Millisecond, PeerRTT: time.Microsecond, CurrSeq: sq(1000)})
+	if c.MinRTT() != 10*time.Millisecond {
+		t.Fatalf("one 1 µs sample: MinRTT %v, want 10ms", c.MinRTT())
+	}
+	c.OnACK(ms(30), ACK{Seq: sq(30), RTT: 10 * time.Millisecond, PeerRTT: 8 * time.Millisecond, CurrSeq: sq(1000)})
+	c.OnACK(ms(40), ACK{Seq: sq(40), RTT: 10 * time.Millisecond, PeerRTT: 8 * time.Millisecond, CurrSeq: sq(1000)})
+	if c.MinRTT() != 8*time.Millisecond {
+		t.Fatalf("two 8 ms samples: MinRTT %v, want 8ms", c.MinRTT())
+	}
+}
