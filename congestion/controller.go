@@ -1,7 +1,8 @@
 // Package congestion holds udt's congestion controllers: the Controller interface (shaped after
 // UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm (Native, spec §5, the default),
 // a loss-tolerant variant of it for long, fast, lossy paths (LossTolerant, "udt-lt") and a
-// fixed-rate controller for benchmarks (Fixed).
+// fixed-rate controller for benchmarks (Fixed). "spec §N" refers to docs/udt4-spec.md in the
+// repository.
 //
 // A controller only computes: it is told events with the time passed in and answers with a packet
 // send period (STP) and a congestion window. It never reads a clock, sleeps or sends, so it can be

@@ -4,7 +4,7 @@
 //	ln, err := conn.Listen("udp", ":9000", nil)   // a *Listener; Accept returns *Conn as net.Conn
 //	c, err := conn.Dial("udp", "host:9000", nil)  // a *Conn
 //
-// On the wire it speaks UDT 4.11 (see ../shared/udt4-spec.md in the project): the client/server
+// On the wire it speaks UDT 4.11 (docs/udt4-spec.md in the repository): the client/server
 // handshake of spec §3.2 with a SYN cookie, data packets paced by a congestion controller
 // (package congestion), full ACKs every SYN (10 ms), light ACKs every 64 packets, ACK2, NAKs, the
 // EXP timer with keep-alives, and Shutdown. Where the reference has known weaknesses (spec §8–9) this

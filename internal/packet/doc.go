@@ -1,5 +1,5 @@
 // Package packet encodes and decodes every UDT4 packet exactly as the UDT 4.11 reference puts it on
-// the wire (../shared/udt4-spec.md §1–2, "the spec" below).
+// the wire (docs/udt4-spec.md in the repository, §1–2, "the spec" below).
 //
 // Every packet is one UDP datagram: a 16-byte header of four big-endian 32-bit words, then a body
 // (spec §1.1). Data packets carry the payload untouched; control packets carry an array of big-endian

@@ -2,7 +2,7 @@
 // (send buffer, sender loss list, flow and congestion window, pacing, retransmission), the
 // receiver (receive buffer, loss detection, NAK, ACK, light ACK, ACK2, the spec §6 estimates) and
 // the connection timers (ACK, periodic NAK, retransmission, keep-alive, dead peer), as the UDT4
-// spec (../shared/udt4-spec.md §2, §4, §6) describes them, with the departures listed below.
+// spec (docs/udt4-spec.md in the repository, §2, §4, §6) describes them, with the departures listed below.
 //
 // Building blocks: internal/packet (codec), internal/seqno (sequence and message numbers),
 // internal/buffer (send and receive buffers), internal/losslist (both loss lists),
