@@ -19,7 +19,9 @@ func Dial(network, address string, cfg *Config) (*Conn, error) {
 }
 
 // DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err().
-// The connection opens its own UDP socket on an ephemeral port.
+// The connection opens its own UDP socket on the wildcard address and an ephemeral port, as
+// net.ListenUDP with a nil address does; to choose the local address, dial over your own socket
+// with DialPacketContext.
 func DialContext(ctx context.Context, network, address string, cfg *Config) (*Conn, error) {
 	r, err := cfg.resolved()
 	if err != nil {
