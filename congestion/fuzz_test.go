@@ -82,20 +82,27 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte{0xf8, 0xff, 0xff, 0x7f, 0xdc, 0x05, 0x40, 0, 0})
 }
 
+// checkNativeState fails t unless s is a state the native algorithm (and LossTolerant over it)
+// may report: Period in (0, 1 s] (0 would mean unpaced), Window 16 to NoWindowLimit, ACK period SYN and nothing else.
+func checkNativeState(t *testing.T, step int, s State) {
+	t.Helper()
+	if s.Period <= 0 || s.Period > time.Second {
+		t.Fatalf("step %d: Period %v outside (0, 1s]", step, s.Period)
+	}
+	if math.IsNaN(s.Window) || s.Window < 16 || s.Window > NoWindowLimit {
+		t.Fatalf("step %d: Window %v, want 16 to NoWindowLimit", step, s.Window)
+	}
+	if s.ACKPeriod != SYN || s.ACKInterval != 0 || s.RTO != 0 {
+		t.Fatalf("step %d: State %+v", step, s)
+	}
+}
+
 func FuzzNative(f *testing.F) {
 	fuzzSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n := NewNative(WithRandSource(rand.NewPCG(1, 2)))
 		drive(data, n, func(step int, s State) {
-			if s.Period < 0 || s.Period > time.Second {
-				t.Fatalf("step %d: Period %v outside [0, 1s]", step, s.Period)
-			}
-			if math.IsNaN(s.Window) || s.Window < 16 || s.Window > NoWindowLimit {
-				t.Fatalf("step %d: Window %v, want 16 to NoWindowLimit", step, s.Window)
-			}
-			if s.ACKPeriod != SYN || s.ACKInterval != 0 || s.RTO != 0 {
-				t.Fatalf("step %d: State %+v", step, s)
-			}
+			checkNativeState(t, step, s)
 			if n.avgNAKNum < 0 || n.avgNAKNum > 5 || n.decRandom < 1 || n.decRandom > 5 || n.nakCount > 5 {
 				t.Fatalf("step %d: AvgNAKNum %d DecRandom %d NAKCount %d", step, n.avgNAKNum, n.decRandom, n.nakCount)
 			}
@@ -153,15 +160,7 @@ func FuzzLossTolerant(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c := NewLossTolerant(WithRandSource(rand.NewPCG(1, 2)))
 		drive(data, c, func(step int, s State) {
-			if s.Period < 0 || s.Period > time.Second {
-				t.Fatalf("step %d: Period %v outside [0, 1s]", step, s.Period)
-			}
-			if math.IsNaN(s.Window) || s.Window < 16 || s.Window > NoWindowLimit {
-				t.Fatalf("step %d: Window %v, want 16 to NoWindowLimit", step, s.Window)
-			}
-			if s.ACKPeriod != SYN || s.ACKInterval != 0 || s.RTO != 0 {
-				t.Fatalf("step %d: State %+v", step, s)
-			}
+			checkNativeState(t, step, s)
 			if r := c.LossRate(); !(r >= 0 && r <= 1) {
 				t.Fatalf("step %d: LossRate %v outside [0, 1]", step, r)
 			}

@@ -231,12 +231,12 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 		n.loss = false // no increase in the SYN after a loss
 		return
 	}
+	if n.hold {
+		return
+	}
 	inc := n.increase()
 	if n.incMax > 0 {
 		inc = min(max(inc, n.incMin), n.incMax)
-	}
-	if n.hold {
-		return
 	}
 	n.stp = n.stp * synUS / (n.stp*inc*steps + synUS)
 	n.clamp()
