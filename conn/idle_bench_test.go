@@ -1,19 +1,12 @@
-//go:build unix
-
 package conn
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
-)
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+	"github.com/udtgo/udt/internal/cputime"
+)
 
 // BenchmarkIdleConnections measures the CPU that 1000 established, idle connections cost on
 // loopback (keep-alives and timers only), as a percentage of one core. Both ends run in this
@@ -63,9 +56,9 @@ func BenchmarkIdleConnections(b *testing.B) {
 	b.ResetTimer()
 	var cpu, wall time.Duration
 	for range b.N {
-		c0, w0 := cpuTime(), time.Now()
+		c0, w0 := cputime.Process(), time.Now()
 		time.Sleep(2 * time.Second)
-		cpu += cpuTime() - c0
+		cpu += cputime.Process() - c0
 		wall += time.Since(w0)
 	}
 	b.ReportMetric(100*cpu.Seconds()/wall.Seconds(), "%core")

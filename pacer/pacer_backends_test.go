@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/udtgo/udt/internal/cputime"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -100,7 +101,7 @@ func BenchmarkPacerBackend(b *testing.B) {
 				done := make(chan struct{})
 				h := p.Add(&benchFlow{s: s, budget: &budget, done: done})
 				b.ResetTimer()
-				cpu, start := processCPU(), time.Now()
+				cpu, start := cputime.Process(), time.Now()
 				h.Schedule(start)
 				<-done
 				elapsed := time.Since(start)
@@ -110,7 +111,7 @@ func BenchmarkPacerBackend(b *testing.B) {
 				b.ReportMetric(st.Lateness.P50, "late-p50-us")
 				b.ReportMetric(st.Lateness.P99, "late-p99-us")
 				b.ReportMetric(st.PacketsPerWake.Mean, "pkts/wake")
-				b.ReportMetric(float64(processCPU()-cpu)/1e3/float64(b.N), "cpu-us/pkt")
+				b.ReportMetric(float64(cputime.Process()-cpu)/1e3/float64(b.N), "cpu-us/pkt")
 			})
 		}
 	}

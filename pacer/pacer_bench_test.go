@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udtgo/udt/internal/cputime"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -91,13 +92,13 @@ func BenchmarkPacer(b *testing.B) {
 			}
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu := processCPU()
+			cpu := cputime.Process()
 			for _, h := range hs {
 				h.Schedule(clk.Now())
 			}
 			<-done
 			b.StopTimer()
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 			st := p.Stats()
 			b.ReportMetric(st.PacketsPerWake.Mean, "pkts/wake")
 		})

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/udtgo/udt/internal/cputime"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -27,12 +28,12 @@ func BenchmarkScheduler(b *testing.B) {
 			now := time.Now() // monotonic, like the pacer's clock
 			b.ReportAllocs()
 			sent := 0
-			cpu := processCPU()
+			cpu := cputime.Process()
 			for b.Loop() {
 				sent += s.Release(now, 1)
 				now = s.Next()
 			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 			if sent != b.N {
 				b.Fatalf("sent %d of %d", sent, b.N)
 			}
@@ -43,12 +44,12 @@ func BenchmarkScheduler(b *testing.B) {
 		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond})
 		now := time.Now() // monotonic, like the pacer's clock
 		b.ReportAllocs()
-		cpu := processCPU()
+		cpu := cputime.Process()
 		for b.Loop() {
 			if s.Release(now, 1) == 0 {
 				now = s.Next()
 			}
 		}
-		b.ReportMetric(float64(processCPU()-cpu)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Process()-cpu)/float64(b.N), "cpu-ns/op")
 	})
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/udtgo/udt/internal/cputime"
 )
 
 // BenchmarkWait measures each backend's lateness past the deadline and its CPU cost, for the
@@ -26,13 +28,13 @@ func BenchmarkWait(b *testing.B) {
 				100 * time.Microsecond, 500 * time.Microsecond, 800 * time.Microsecond} {
 				b.Run(fmt.Sprintf("%dus", d/time.Microsecond), func(b *testing.B) {
 					late := make([]time.Duration, 0, 1024)
-					cpu0 := cpuTime()
+					cpu0 := cputime.Process()
 					for b.Loop() {
 						deadline := time.Now().Add(d)
 						w.Wait(deadline)
 						late = append(late, time.Since(deadline))
 					}
-					cpu := cpuTime() - cpu0
+					cpu := cputime.Process() - cpu0
 					slices.Sort(late)
 					n := len(late)
 					b.ReportMetric(float64(late[n/2])/1e3, "late-p50-us")

@@ -1,14 +1,15 @@
 //go:build unix
 
-package pacer
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime returns the process's user+system CPU time (getrusage(RUSAGE_SELF)).
-func cpuTime() time.Duration {
+// Process returns the user+system CPU time of the process, all threads (getrusage(2),
+// RUSAGE_SELF), or 0 if it cannot be read.
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
