@@ -63,7 +63,7 @@ type Estimator struct {
 	span     int64
 	pairOpen bool
 	// lead is the gap before the run's first packet; typical is the median
-	// interval of the last RecvSpeed call (ns). Close runs: see OnArrival.
+	// interval of the last ReportSpeed call (ns). Close runs: see OnArrival.
 	lead    int64
 	typical int64
 }
@@ -111,14 +111,14 @@ func (e *Estimator) Reset(now time.Time) {
 //     spacing, (T−L)/k.
 //
 //   - Close runs. A packet that arrives less than 1/8 of the typical interval
-//     (the median M of the last RecvSpeed call) and less than 1/8 of the gap
-//     that started the current run after the previous packet joins that run,
-//     as if it had the same time, and the run's span grows by its gap: k such
-//     packets count as k intervals of span/k. A pacer that is late releases its
-//     due packets together (pacer catch-up), a token-bucket shaper passes a
-//     bucketful at wire speed, a router that stalled releases what it held: a
-//     run stands for its packets' share of the time since the packet before
-//     it. The reference keeps the short gaps; when they are the majority of
+//     (the median M of the last ReportSpeed call: the last ACK) and less than
+//     1/8 of the gap that started the current run after the previous packet
+//     joins that run, as if it had the same time, and the run's span grows by
+//     its gap: k such packets count as k intervals of span/k. A pacer that is
+//     late releases its due packets together (pacer catch-up), a token-bucket
+//     shaper passes a bucketful at wire speed, a router that stalled releases
+//     what it held: a run stands for its packets' share of the time since the
+//     packet before it. The reference keeps the short gaps; when they are the majority of
 //     the 16 the median is one of them and the speed reads up to a hundred
 //     times the link rate (seen on the testbed behind tbf), and when they are
 //     a few, the filter drops them as outliers below M/8 and keeps the long
@@ -181,12 +181,25 @@ func median(dst, window []int64) int64 {
 // inverted and rounded up, or 0 if no more than 8 of the 16 intervals pass
 // the filter (the sender ignores 0). Before real traffic it reads 1 packet/s
 // (the initial 1 s intervals); while real intervals displace them it can read
-// 0 for a few packets. M becomes the typical interval that bounds close runs
-// (see [Estimator.OnArrival]).
+// 0 for a few packets. It changes nothing; see ReportSpeed.
 func (e *Estimator) RecvSpeed() int {
+	s, _ := e.speed()
+	return s
+}
+
+// ReportSpeed is RecvSpeed for an ACK being sent: it also takes M as the
+// typical interval that bounds close runs until the next report (see
+// [Estimator.OnArrival]).
+func (e *Estimator) ReportSpeed() int {
+	s, m := e.speed()
+	e.typical = m
+	return s
+}
+
+// speed returns RecvSpeed's value and the median M it filtered with (ns).
+func (e *Estimator) speed() (int, int64) {
 	var tmp [ArrivalWindow]int64
 	m := median(tmp[:], e.arr[:])
-	e.typical = m
 	upper, lower := m<<3, m>>3
 	var sum, count int64
 	for _, x := range e.arr {
@@ -196,9 +209,9 @@ func (e *Estimator) RecvSpeed() int {
 		}
 	}
 	if count <= ArrivalWindow/2 {
-		return 0
+		return 0, m
 	}
-	return int(math.Ceil(1e9 / float64(sum/count)))
+	return int(math.Ceil(1e9 / float64(sum/count))), m
 }
 
 // Bandwidth returns the estimated link capacity in packets/s for ACK word 5

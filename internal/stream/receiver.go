@@ -133,7 +133,7 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	}
 	if t-e.lastFullACK >= SYN {
 		e.ack.Form = packet.ACKFull
-		e.ack.RecvRate, e.ack.Capacity = uint32(e.arrivals.RecvSpeed()), uint32(e.arrivals.Bandwidth())
+		e.ack.RecvRate, e.ack.Capacity = uint32(e.arrivals.ReportSpeed()), uint32(e.arrivals.Bandwidth())
 		e.lastFullACK = t
 	}
 	e.sendACKPacket(t, &e.ack)
