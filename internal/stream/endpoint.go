@@ -44,6 +44,9 @@ type Endpoint struct {
 	rtoCount       int
 	rtoRepair      seqno.Seq          // the ACK number the last expiry's re-sent first packet alone would give
 	rtoRepairing   bool               // rtoRepair is set and no ACK has gone past it yet
+	rtoGoBack      bool               // a retransmission timeout passed: go back N when the peer answers
+	sent           sentLog            // send times of the packets in flight (sentlog.go)
+	sro            sndReorder         // the sender's reordering window and deferred losses (reorder.go)
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
@@ -51,23 +54,25 @@ type Endpoint struct {
 	// Receiver (spec §4.4). rcv holds the window: rcv.ReadSeq() is the first sequence number not
 	// yet consumed by Read, rcv.AckSeq() the first missing one (the ACK number), rcv.Cap() the
 	// acceptance window (RecvBuffer packets).
-	rcv            *buffer.RecvBuffer
-	rloss          *losslist.Receiver
-	lrsn           seqno.Seq     // largest received sequence number
-	rcvLastAck     seqno.Seq     // ACK number of the last full or medium ACK sent
-	rcvLastAckAck  seqno.Seq     // largest ACK number confirmed by an ACK2
-	lastACKTime    time.Duration // last full or medium ACK sent
-	lastFullACK    time.Duration
-	ackForce       bool // an ACK is due at once (short packet, controller interval)
-	ackRepeats     int  // consecutive timer ACKs carrying the same unconfirmed number
-	pktsSinceACK   int
-	pktsSinceLight int
-	advertised     int // flow window in the last ACK sent
-	acks           *rtt.History
-	arrivals       *arrival.Estimator
-	nakTick        time.Duration // last periodic NAK check
-	nak            packet.NAK
-	dueRanges      []losslist.Range
+	rcv             *buffer.RecvBuffer
+	rloss           *losslist.Receiver
+	lrsn            seqno.Seq     // largest received sequence number
+	rcvLastAck      seqno.Seq     // ACK number of the last full or medium ACK sent
+	rcvLastAckAck   seqno.Seq     // largest ACK number confirmed by an ACK2
+	lastACKTime     time.Duration // last full or medium ACK sent
+	lastFullACK     time.Duration
+	ackForce        bool // an ACK is due at once (short packet, controller interval)
+	ackRepeats      int  // consecutive timer ACKs carrying the same unconfirmed number
+	pktsSinceACK    int
+	pktsSinceLight  int
+	advertised      int // flow window in the last ACK sent
+	acks            *rtt.History
+	arrivals        *arrival.Estimator
+	nakTick         time.Duration // last periodic NAK check
+	lastPeriodicNAK time.Duration // last periodic NAK sent
+	nak             packet.NAK
+	dueRanges       []losslist.Range
+	rro             rcvReorder // the receiver's reordering window (reorder.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)
@@ -114,6 +119,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
 	e.sndLastDataAck = isn
+	e.sent = newSentLog(isn, e.snd.Cap())
 	e.rtoBase = t
 
 	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
@@ -304,6 +310,8 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 	}
 	if e.active() {
 		e.checkACK(t, now)
+		e.checkPendingNAK(t, now)
+		e.checkDeferred(t, now)
 	}
 }
 

@@ -28,14 +28,15 @@ func (c *fixedCC) State() congestion.State {
 
 // linkRules shape one direction of the in-test link.
 type linkRules struct {
-	delay   time.Duration // one-way propagation delay
-	rate    int64         // bytes/s serialisation rate, 0 = infinite
-	queue   int           // drop-tail queue limit in packets when rate > 0 (0 = 1000)
-	loss    float64       // probability a packet is lost
-	dup     float64       // probability a packet is duplicated
-	reorder float64       // probability a packet is held back by up to 4·delay+1ms extra
-	dropNAK bool          // drop every NAK
-	drop    func(b []byte) bool
+	delay     time.Duration // one-way propagation delay
+	rate      int64         // bytes/s serialisation rate, 0 = infinite
+	queue     int           // drop-tail queue limit in packets when rate > 0 (0 = 1000)
+	loss      float64       // probability a packet is lost
+	dup       float64       // probability a packet is duplicated
+	reorder   float64       // probability a packet is held back by up to 4·delay+1ms extra
+	reorderBy time.Duration // if set, a reordered packet is held back exactly this long instead
+	dropNAK   bool          // drop every NAK
+	drop      func(b []byte) bool
 }
 
 type inflightPkt struct {
@@ -151,7 +152,11 @@ func (l *link) send(i int, b []byte) {
 		}
 		at = at.Add(r.delay)
 		if r.reorder > 0 && l.rng.Float64() < r.reorder {
-			at = at.Add(time.Duration(l.rng.Int64N(int64(4*r.delay + time.Millisecond))))
+			if r.reorderBy > 0 {
+				at = at.Add(r.reorderBy)
+			} else {
+				at = at.Add(time.Duration(l.rng.Int64N(int64(4*r.delay + time.Millisecond))))
+			}
 		}
 		p := append(l.buf(), b...)
 		heap.Push(&l.q, inflightPkt{at: at, n: l.n, to: 1 - i, buf: p})

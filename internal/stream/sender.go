@@ -113,6 +113,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
 	l := headerSize + copy(b[headerSize:], payload)
 	e.lastSend = t
+	e.sent.onSend(seq, t, retrans)
 	e.stats.PktSent++
 	e.stats.BytesSent += uint64(len(payload))
 	if retrans {
@@ -135,6 +136,7 @@ func (e *Endpoint) addLoss(first, last seqno.Seq) int {
 // advanceAck acknowledges everything before ack (sndLastAck < ack ≤ sndCurrSeq+1): frees the send
 // buffer and drops those numbers from the loss list.
 func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
+	e.ackSent(t, ack)
 	if _, err := e.snd.Ack(ack); err != nil { // validated by the callers: cannot happen
 		e.stats.Drops.ForgedACK++
 		return
@@ -150,6 +152,7 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 	}
 	e.rtoCount = 0
 	e.rtoRepairing = false
+	e.rtoGoBack = false
 }
 
 // onACK processes an ACK (spec §2.3, §6.3). It returns false if the packet was dropped.
@@ -171,6 +174,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.flowWindow = max(e.flowWindow-d, 0)
 			e.advanceAck(t, ack)
 		}
+		e.peerAnswered()
 		return true
 	}
 	e.stats.ACKRecv++
@@ -183,6 +187,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 		}
 	}
+	e.peerAnswered()
 	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
 	}
@@ -216,21 +221,19 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 		return false
 	}
 	e.nakRanges = rs
-	lr := e.lossRanges[:0]
 	curr, lastAck := e.sndCurrSeq(), e.sndLastAck()
 	for _, r := range rs {
 		if seqno.Offset(seqno.SeqFromWire(r.Last), curr) < 0 || seqno.Offset(lastAck, seqno.SeqFromWire(r.First)) < -maxWindow {
 			e.stats.Drops.ForgedNAK++
 			return false
 		}
-		lr = append(lr, congestion.Range{First: r.First, Last: r.Last})
 	}
-	e.lossRanges = lr
 	e.stats.NAKRecv++
-	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
-	e.applyCC()
-	for _, r := range rs {
-		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
+	// Only packets declared lost after the reordering window reach the controller (reorder.go).
+	if lr := e.declareNAKLosses(e.since(now), rs); len(lr) > 0 {
+		e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
+		e.applyCC()
 	}
+	e.peerAnswered()
 	return true
 }
