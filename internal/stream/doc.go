@@ -100,4 +100,12 @@
 //     receivers ignore message boundaries in stream mode (spec §7.3).
 //   - The packet pair's second packet takes the next slot of the pacing schedule, so pairs do not
 //     raise the average rate (UDT4 sends it for free).
+//   - Gaps wait a reordering window before their NAK, and NAKed packets a window before their
+//     resend (reorder.go); the controller hears only of packets declared lost.
+//   - When the receive buffer holds fewer than 512 packets, the light ACK every 64 packets is
+//     replaced by a window update every RecvBuffer/8 packets, so a window-limited sender gets its
+//     credit back within a round trip instead of once per SYN (flow.go).
+//   - Full ACKs' receive rate and capacity measured over a pause of the sender for data are
+//     ignored unless higher than the current estimate; the first measured values replace UDT4's
+//     pre-load (16 and 1 packets/s), and the controller sees 0 (unknown) before (applimit.go).
 package stream

@@ -47,6 +47,10 @@ type Endpoint struct {
 	rtoGoBack      bool               // a retransmission timeout passed: go back N when the peer answers
 	sent           sentLog            // send times of the packets in flight (sentlog.go)
 	sro            sndReorder         // the sender's reordering window and deferred losses (reorder.go)
+	sndPaused      bool               // Release stopped with no data written (applimit.go)
+	pauseSet       bool               // pauseSeq is set
+	pauseSeq       seqno.Seq          // the first packet sent after the last such pause
+	rateMeasured   [2]bool            // the peer's receive rate, capacity: measured, not UDT4's pre-load
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
@@ -132,6 +136,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.acks = rtt.NewHistory(ackHistory)
 
 	e.lastRecv, e.lastSend = t, t
+	e.sndPaused = true // nothing written yet: the first packet follows a pause (applimit.go)
 	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 

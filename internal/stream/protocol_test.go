@@ -197,7 +197,9 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 	if st.SendBufferFree != (e.snd.Cap()-6)*e.payloadSize { // 6 packets held, the last one short
 		t.Fatalf("send buffer free %d", st.SendBufferFree)
 	}
-	if len(cc.acks) != 1 || cc.acks[0].Seq != sqAdd(isn, 5) || cc.acks[0].CurrSeq != 7 || cc.acks[0].RecvRate != (7*16+5000)/8 || cc.acks[0].Bandwidth != (7+9000)/8 {
+	if len(cc.acks) != 1 || cc.acks[0].Seq != sqAdd(isn, 5) || cc.acks[0].CurrSeq != 7 || cc.acks[0].RecvRate != 0 || cc.acks[0].Bandwidth != 0 {
+		// The rates of an ACK within 16 packets of the start (a pause for data, applimit.go) are not
+		// taken: the controller hears "unknown", not UDT4's pre-load.
 		t.Fatalf("controller ACK %+v", cc.acks)
 	}
 	// NAK of 0..1 (already acknowledged: clipped, not a loss), 3..4 and 6: retransmitted first,

@@ -53,8 +53,8 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.ackForce = true
 	}
 	e.pktsSinceLight++
-	if e.pktsSinceLight >= lightACKEvery && !e.ackForce {
-		e.sendLightACK(t)
+	if e.pktsSinceLight >= e.selfClockEvery() && !e.ackForce {
+		e.sendSelfClockACK(t) // flow.go
 	}
 }
 

@@ -63,6 +63,7 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	for n < len(bufs) {
 		if !e.sendable() {
 			e.pairNext = false
+			e.notePause() // applimit.go
 			return n, time.Time{}
 		}
 		if e.pairNext {
@@ -109,6 +110,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		}
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
 		probe = seq&0xF == 0
+		e.noteFirstAfterPause(seq)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
 	l := headerSize + copy(b[headerSize:], payload)
@@ -194,11 +196,12 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 	e.sndLastDataAck = ack
 	peerRTT := e.rttPeerField(a.RTT, a.RTTVar)
 	if a.Form == packet.ACKFull {
-		e.peerRates.OnFullACK(a.RecvRate, a.Capacity)
+		e.foldPeerRates(ack, a.RecvRate, a.Capacity) // applimit.go
 	}
+	rcvRate, bandwidth := e.measuredPeerRates()
 	e.cc.OnACK(now, congestion.ACK{
 		Seq: uint32(ack), RTT: e.rtt.RTT(), RTTVar: e.rtt.RTTVar(), PeerRTT: peerRTT,
-		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
+		RecvRate: rcvRate, Bandwidth: bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
 	return true

@@ -19,7 +19,7 @@ type Stats struct {
 	ACKRecv           uint64 // full and medium ACKs received (pktRecvACKTotal)
 	LightACKSent      uint64
 	LightACKRecv      uint64
-	WindowUpdates     uint64 // ACKs sent because Read freed receive buffer
+	WindowUpdates     uint64 // window-only ACKs: Read freed receive buffer, or a small buffer's self-clock (flow.go)
 	NAKSent           uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
 	NAKPeriodic       uint64 // NAK packets sent by the periodic re-report
 	NAKRecv           uint64 // NAK packets accepted (pktRecvNAKTotal)
