@@ -77,9 +77,10 @@ type link struct {
 	sent      [2]int
 	lost      [2]int
 	pool      [][]byte
-	wakes     [2]int                     // OnTimer calls per endpoint
-	delivered [2]time.Time               // last delivery to each endpoint
-	inject    func(i int, now time.Time) // called every step, may feed packets to ep[i]
+	wakes     [2]int                                // OnTimer calls per endpoint
+	delivered [2]time.Time                          // last delivery to each endpoint
+	inject    func(i int, now time.Time)            // called every step, may feed packets to ep[i]
+	onDeliver func(to int, now time.Time, b []byte) // called before each delivery (b only during the call)
 	// lazy arms timers as conn does: moved only earlier after engine calls, re-read when they
 	// fire (a pacer ignores later times), so a postponed deadline still wakes the endpoint.
 	lazy  bool
@@ -243,6 +244,9 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			p := heap.Pop(&l.q).(inflightPkt)
 			if l.rules[1-p.to].rate > 0 {
 				l.inQ[1-p.to]--
+			}
+			if l.onDeliver != nil {
+				l.onDeliver(p.to, l.now, p.buf)
 			}
 			l.ep[p.to].HandlePacket(l.now, p.buf)
 			l.delivered[p.to] = l.now

@@ -204,6 +204,7 @@ func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
 	for _, r := range e.dueRanges {
 		e.nak.Ranges = append(e.nak.Ranges, packet.SeqRange{First: uint32(r.First), Last: uint32(r.Last)})
 	}
+	e.markNAK()
 	e.sendNAK(t)
 	e.lastPeriodicNAK = t
 	e.stats.NAKPeriodic++

@@ -21,7 +21,7 @@ import (
 // packet arrives meanwhile, nothing is reported. Whether an arrival that fills a gap is late or
 // a retransmission is told exactly by its header timestamp (spec §1.2: every transmission is
 // stamped when it leaves): a packet stamped before the packet that revealed the gap was sent
-// before it and overtaken on the way. The time from the gap's detection to that arrival is the
+// before it (or with it, in the same µs) and overtaken on the way. The time from the gap's detection to that arrival is the
 // reordering extent; W_r is the largest extent observed (SRT raises its tolerance to each
 // observed distance in the same way; here in time, as RFC 8985), so spurious NAKs happen only
 // for extents larger than any seen before (for random extents about ln N of N). A late packet
@@ -38,6 +38,11 @@ import (
 // naming a packet retransmitted less than minRTT ago was sent before that retransmission could
 // arrive and is ignored for it.
 //
+// A receiver of ours marks its NAKs (header word 1, which UDT4 sends as 0 and never reads, spec
+// §2 table) with nakWaited and its window in µs: such a NAK has already outlived a reordering
+// window, so the sender resends its packets at once and does not widen its own window from
+// them (the receiver widens its own, exactly); the sender's window serves UDT4 receivers only.
+//
 // Both windows are capped: W_r at max(SRTT, SYN) — RFC 8985 caps at SRTT, and a receiver
 // reports progress only every SYN anyway, so a shorter cap buys no faster repair — and W_s at
 // SRTT + SYN (a UDT4 receiver ACKs every SYN). Both fall back to zero after reorderPersist losses
@@ -50,6 +55,10 @@ import (
 // reorderPersist is RFC 8985's reo_wnd_persist: losses declared without any reordering observed
 // after which a reordering window falls back to zero.
 const reorderPersist = 16
+
+// nakWaited marks a NAK sent after the receiver's reordering window (its header word 1; the low
+// 31 bits carry the window in µs, for diagnostics).
+const nakWaited = 1 << 31
 
 // recentRepairs is how many gaps filled by a retransmission the receiver remembers, so that a
 // late original arriving after its retransmission (a duplicate) still counts as reordering. The
@@ -93,9 +102,10 @@ type sndReorder struct {
 
 // rcvReorder is the receiver's reordering state.
 type rcvReorder struct {
-	win     reorderWindow
-	repairs [recentRepairs]repairRec
-	next    int
+	win       reorderWindow
+	nakAtOnce bool // tests: NAK every gap at once, as a UDT 4.11 receiver does
+	repairs   [recentRepairs]repairRec
+	next      int
 }
 
 // repairRec is a gap that a retransmission filled.
@@ -106,11 +116,18 @@ type repairRec struct {
 	valid    bool
 }
 
-// stampedBefore reports whether 32-bit µs header timestamp a is earlier than b (wrapping).
-func stampedBefore(a, b uint32) bool { return int32(a-b) < 0 }
+// sentNoLater reports whether 32-bit µs header timestamp a is not later than b (wrapping): a
+// packet stamped in the same µs as the one that revealed its gap left with it (a packet pair),
+// while a retransmission leaves at least a round trip after it.
+func sentNoLater(a, b uint32) bool { return int32(a-b) <= 0 }
 
 // rcvReorderWindow is how long a gap waits before its NAK.
-func (e *Endpoint) rcvReorderWindow() time.Duration { return e.rro.win.get(max(e.rtt.RTT(), SYN)) }
+func (e *Endpoint) rcvReorderWindow() time.Duration {
+	if e.rro.nakAtOnce {
+		return 0
+	}
+	return e.rro.win.get(max(e.rtt.RTT(), SYN))
+}
 
 // sndReorderWindow is W_s, the sender's reordering window.
 func (e *Endpoint) sndReorderWindow() time.Duration { return e.sro.win.get(e.rtt.RTT() + SYN) }
@@ -154,7 +171,16 @@ func (e *Endpoint) checkPendingNAK(t time.Duration, now time.Time) {
 		e.stats.RcvLoss += uint64(r.Len())
 	}
 	e.rro.win.lossesDeclared(len(e.dueRanges))
+	e.markNAK()
 	e.sendNAK(t)
+}
+
+// markNAK sets the header word 1 of the NAK about to be sent (see nakWaited).
+func (e *Endpoint) markNAK() {
+	e.nak.AddInfo = 0
+	if !e.rro.nakAtOnce {
+		e.nak.AddInfo = nakWaited | uint32(min(e.rcvReorderWindow()/time.Microsecond, nakWaited-1))
+	}
 }
 
 // onFill handles a packet stamped ts that filled a gap.
@@ -163,10 +189,10 @@ func (e *Endpoint) onFill(t time.Duration, now time.Time, seq seqno.Seq, ts uint
 	if !ok {
 		return
 	}
-	if stampedBefore(ts, ent.Tag) { // sent before the packet that revealed the gap: late, not lost
+	if sentNoLater(ts, ent.Tag) { // sent before the packet that revealed the gap: late, not lost
 		e.stats.PktReordered++
 		e.rro.win.observe(now.Sub(ent.Detected))
-		if ent.Reports > 0 {
+		if ent.Reports > 0 && !e.rro.nakAtOnce {
 			e.ackForce = true // the NAK was spurious: let the sender know at once
 		}
 		return
@@ -185,7 +211,7 @@ func (e *Endpoint) onDuplicate(t time.Duration, seq seqno.Seq, ts uint32) {
 			continue
 		}
 		r.valid = false
-		if stampedBefore(ts, r.tag) {
+		if sentNoLater(ts, r.tag) {
 			e.stats.PktReordered++
 			e.rro.win.observe(t - r.detected)
 		}
@@ -200,9 +226,12 @@ func (e *Endpoint) lossDeadline(last, w time.Duration) time.Duration { return la
 // lost now and go into the loss list; the others wait in the deferred set for their deadline;
 // packets retransmitted less than minRTT ago are skipped. It returns the ranges declared lost,
 // for the controller (at most cap(e.lossRanges)).
-func (e *Endpoint) declareNAKLosses(t time.Duration, rs []packet.SeqRange) []congestion.Range {
+func (e *Endpoint) declareNAKLosses(t time.Duration, rs []packet.SeqRange, waited bool) []congestion.Range {
 	out := e.lossRanges[:0]
 	w := e.sndReorderWindow()
+	if waited {
+		w = 0 // the receiver waited its own window before this NAK
+	}
 	lo, hi := e.sndLastAck(), e.sndCurrSeq()
 	budget := e.inFlight() // ranges of a genuine NAK do not overlap: never more packets than in flight
 	var runs lossRuns
@@ -236,7 +265,7 @@ func (e *Endpoint) declareNAKLosses(t time.Duration, rs []packet.SeqRange) []con
 				e.deferLoss(s)
 				continue
 			}
-			e.sent.markNAK(s)
+			e.sent.markNAK(s, waited)
 			e.stats.SndLoss += uint64(e.addLoss(s, s))
 			out = appendLoss(out, s, s)
 			runs.add(s, s)
@@ -320,7 +349,7 @@ func (e *Endpoint) checkDeferred(t time.Duration, now time.Time) {
 		if rec == nil {
 			continue
 		}
-		e.sent.markNAK(s)
+		e.sent.markNAK(s, false)
 		e.stats.SndLoss += uint64(e.addLoss(s, s))
 		out = appendLoss(out, s, s)
 		runs.add(s, s)
@@ -334,9 +363,18 @@ func (e *Endpoint) checkDeferred(t time.Duration, now time.Time) {
 }
 
 // ackSent updates the sender's reordering state for a cumulative ACK of everything before ack
-// (called before the send buffer moves): deferred packets it covers were late, not lost;
-// retransmissions it covers sooner than minRTT after they left were spurious; the newest packet
-// it covers gives an RTT sample if it was sent once.
+// (called before the send buffer moves): deferred packets it covers, and packets declared lost
+// whose resend has not left yet, were late, not lost; retransmissions it covers sooner than
+// minRTT/2 after they left were spurious; the newest packet it covers gives an RTT sample if it
+// was sent once.
+//
+// The spurious test is Linux tcp_rack_advance's (the ACK came sooner after the retransmission
+// than a round trip, so the receiver had an earlier copy) with half the minimum RTT: minRTT as
+// measured exceeds the path's floor by the queueing and ACK delay of its best sample, and a
+// repair whose round trip happened to beat that sample would otherwise be taken for reordering
+// and widen the window by a whole RTT. A late original's ACK against a UDT4 receiver comes the
+// reordering extent plus at most a SYN after the resend: well inside half an RTT on the paths
+// where reordering costs throughput.
 func (e *Endpoint) ackSent(t time.Duration, ack seqno.Seq) {
 	if d := e.sro.deferred; d != nil {
 		for d.Len() > 0 {
@@ -352,6 +390,20 @@ func (e *Endpoint) ackSent(t time.Duration, ack seqno.Seq) {
 		}
 		d.RemoveBefore(ack)
 	}
+	// Packets a NAK declared lost that the ACK covers before their resend left were late.
+	for e.sloss.Len() > 0 {
+		s, _ := e.sloss.Front()
+		if seqno.Offset(s, ack) <= 0 {
+			break
+		}
+		e.sloss.PopFront()
+		if rec := e.sent.at(s); rec != nil && rec.flags&(sentRetrans|queuedByTime) == 0 {
+			e.stats.LossUnsent++
+			if rec.flags&queuedAfterWait == 0 {
+				e.sro.win.observe(t - e.lossDeadline(rec.last, 0))
+			}
+		}
+	}
 	minRTT := e.sro.minRTT
 	if rec := e.sent.at(ack.Dec()); rec != nil && rec.flags&sentRetrans == 0 {
 		if s := t - rec.last; s > 0 && (e.sro.minRTT == 0 || s < e.sro.minRTT) {
@@ -363,11 +415,11 @@ func (e *Endpoint) ackSent(t time.Duration, ack seqno.Seq) {
 		return
 	}
 	e.sent.ack(ack, func(_ seqno.Seq, r *sentRec) {
-		if r.flags&sentRetrans == 0 || t-r.last >= minRTT {
+		if r.flags&sentRetrans == 0 || t-r.last >= minRTT/2 {
 			return
 		}
 		e.stats.PktSpurious++
-		if r.flags&sentByTimer == 0 {
+		if r.flags&(sentByTimer|sentAfterWait) == 0 {
 			e.sro.win.observe(t - r.prev - minRTT)
 		}
 	})

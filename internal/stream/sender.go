@@ -233,7 +233,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.stats.NAKRecv++
 	// Only packets declared lost after the reordering window reach the controller (reorder.go).
-	if lr := e.declareNAKLosses(e.since(now), rs); len(lr) > 0 {
+	if lr := e.declareNAKLosses(e.since(now), rs, be.Uint32(b[4:])&nakWaited != 0); len(lr) > 0 {
 		e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
 		e.applyCC()
 	}

@@ -31,9 +31,11 @@ type sentRec struct {
 
 // sentRec flags.
 const (
-	sentRetrans  uint8 = 1 << iota // the latest transmission is a retransmission
-	sentByTimer                    // … queued by the retransmission timer (probe, go-back-N), not by a NAK
-	queuedByTime                   // queued for retransmission by the timer and not resent since
+	sentRetrans     uint8 = 1 << iota // the latest transmission is a retransmission
+	sentByTimer                       // … queued by the retransmission timer (probe, go-back-N), not by a NAK
+	sentAfterWait                     // … queued by a NAK sent after the receiver's reordering window
+	queuedByTime                      // queued for retransmission by the timer and not resent since
+	queuedAfterWait                   // queued by a NAK sent after the receiver's window, not resent since
 )
 
 func newSentLog(isn seqno.Seq, limit int) sentLog {
@@ -74,6 +76,9 @@ func (l *sentLog) onSend(seq seqno.Seq, t time.Duration, retrans bool) {
 	if r.flags&queuedByTime != 0 {
 		flags |= sentByTimer
 	}
+	if r.flags&queuedAfterWait != 0 {
+		flags |= sentAfterWait
+	}
 	r.prev, r.last, r.flags = r.last, t, flags
 }
 
@@ -90,15 +95,19 @@ func (l *sentLog) grow() {
 func (l *sentLog) markTimer(first, last seqno.Seq) {
 	for s := first; seqno.Offset(s, last) >= 0; s = s.Inc() {
 		if r := l.at(s); r != nil {
-			r.flags |= queuedByTime
+			r.flags = r.flags&^queuedAfterWait | queuedByTime
 		}
 	}
 }
 
-// markNAK notes that a NAK, not the timer, queued seq for retransmission.
-func (l *sentLog) markNAK(seq seqno.Seq) {
+// markNAK notes that a NAK, not the timer, queued seq for retransmission; waited: a NAK sent
+// after the receiver's reordering window.
+func (l *sentLog) markNAK(seq seqno.Seq, waited bool) {
 	if r := l.at(seq); r != nil {
-		r.flags &^= queuedByTime
+		r.flags &^= queuedByTime | queuedAfterWait
+		if waited {
+			r.flags |= queuedAfterWait
+		}
 	}
 }
 

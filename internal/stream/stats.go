@@ -14,6 +14,7 @@ type Stats struct {
 	SndLoss           uint64 // packets declared lost from the peer's NAKs and put in the loss list (pktSndLossTotal)
 	LossDeferred      uint64 // NAKed packets held for the sender's reordering window before a resend
 	LossDeferredAcked uint64 // of which acknowledged within it: late, not lost (never resent)
+	LossUnsent        uint64 // packets declared lost that an ACK covered before their resend left: late
 	RcvLoss           uint64 // packets reported missing here, after the reordering window (pktRcvLossTotal)
 	ACKSent           uint64 // full and medium ACKs sent (pktSentACKTotal)
 	ACKRecv           uint64 // full and medium ACKs received (pktRecvACKTotal)
