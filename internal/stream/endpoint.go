@@ -45,6 +45,7 @@ type Endpoint struct {
 	rtoRepair      seqno.Seq          // the ACK number the last expiry's re-sent first packet alone would give
 	rtoRepairing   bool               // rtoRepair is set and no ACK has gone past it yet
 	rtoGoBack      bool               // a retransmission timeout passed: go back N when the peer answers
+	awaitingPeer   bool               // the timer expired and nothing has been heard since: no new data
 	sent           sentLog            // send times of the packets in flight (sentlog.go)
 	sro            sndReorder         // the sender's reordering window and deferred losses (reorder.go)
 	sndPaused      bool               // Release stopped with no data written (applimit.go)

@@ -34,6 +34,9 @@ func (e *Endpoint) sendable() bool {
 	if e.sloss.Len() > 0 {
 		return true
 	}
+	if e.awaitingPeer {
+		return false // no new data into a path silent since a timer expiry (timers.go)
+	}
 	return e.snd.Unsent() > 0 && e.inFlight() < e.window()
 }
 

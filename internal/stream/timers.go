@@ -109,9 +109,13 @@ func (e *Endpoint) answerKeepAlive(t time.Duration) {
 // further one is a retransmission timeout (RFC 6298 §5.4–5.6: back off, retransmit the earliest
 // packet): it tells the controller (OnTimeout, spec §5.4) and arms go-back-N for when the peer
 // answers (peerAnswered): a dead path costs two packets per expiry with the intervals doubling.
+// From any expiry until the peer answers no new data is sent either (RFC 5681 §3.1's loss window
+// of one segment after a timeout; here retransmissions only): a rate-paced sender that hears
+// nothing would otherwise keep filling its window into a dead path.
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoCount++
 	e.rtoBase = t
+	e.awaitingPeer = true
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
 		e.rtoGoBack = true
@@ -131,12 +135,14 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoRepair, e.rtoRepairing = first.Inc(), true
 }
 
-// peerAnswered runs on every ACK and NAK. After a retransmission timeout it queues every packet
+// peerAnswered runs on every ACK and NAK: new data may flow again. After a retransmission
+// timeout it also queues every packet
 // still unacknowledged once (UDT4's go-back-N, spec §4.5, here once per timeout and only when the
 // peer is known to be there again): a UDT 4.9+ receiver reports each loss once (spec §2.4), so
 // after a timeout the sender cannot know which retransmissions it still lacks; a receiver of ours
 // would re-report them, at the cost of this one flight of duplicates.
 func (e *Endpoint) peerAnswered() {
+	e.awaitingPeer = false
 	if !e.rtoGoBack {
 		return
 	}
