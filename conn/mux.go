@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -54,7 +55,9 @@ type mux struct {
 	deadErr    error       // set before readerDone closes when the socket failed under us
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
-	drops muxDrops
+	drops     muxDrops
+	sockDrops socketDrops  // the kernel's drops at the socket (ovfl.go)
+	log       *slog.Logger // the first user's Config.Logger
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -110,6 +113,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		dialers:    make(map[uint32]*dialer),
 		tombs:      make(map[uint32]tomb),
 		readerDone: make(chan struct{}),
+		log:        cfg.Logger,
 	}
 	m.udp, _ = pc.(addrPortConn)
 	if cfg.noGRO {
@@ -125,9 +129,10 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	for i := range m.sendBufs {
 		m.sendBufs[i] = arena[i*pktSize : (i+1)*pktSize : (i+1)*pktSize]
 	}
-	if u, ok := pc.(*net.UDPConn); ok {
+	if u, ok := pc.(*net.UDPConn); ok && own {
 		setSocketBuffers(u, cfg)
 	}
+	m.initDrops()
 	go m.readLoop(pktSize)
 	return m, nil
 }
@@ -139,7 +144,8 @@ func closeWaiter(w pacer.Waiter) {
 }
 
 // setSocketBuffers asks for large kernel socket buffers (spec §3.1: UDT sets UDP_RCVBUF to 8192·MSS);
-// the kernel clamps them to its limits, which is fine.
+// the kernel clamps them to its limits, which is fine. Only for sockets the multiplexer opened
+// itself (Listen, Dial): a caller's socket keeps the sizes its owner chose.
 func setSocketBuffers(u *net.UDPConn, cfg *Config) {
 	u.SetReadBuffer(max(cfg.RecvBuffer, 4<<20))
 	u.SetWriteBuffer(4 << 20)
@@ -257,6 +263,7 @@ func (m *mux) readLoop(pktSize int) {
 			continue
 		}
 		failures = 0
+		m.checkDrops(time.Now()) // ovfl.go: at most a syscall per second
 		for i := range msgs[:n] {
 			msg := &msgs[i]
 			if msg.Truncated {
