@@ -64,7 +64,7 @@ func simTransfer(t *testing.T, p *simnet.Pair, cfg *Config, size int64) (mbps, l
 // Reordering at 1, 10 and 25 % by 1, 5 and 10 ms over the whole stack (simnet, virtual time):
 // retransmissions stay under 2 % of the packets sent (each one a packet arriving twice), and with
 // the loss-tolerant controller 25 % reordering by 5 ms keeps ≥ 80 % of the clean path's goodput
-// once past the start (the second half of the transfer). Over the whole transfer it is logged:
+// once past the start (the second half of a 32 MiB transfer). Over the whole transfer it is logged:
 // the first reordering, before the receiver has seen any, is a spurious loss to the controller
 // (as RACK's, RFC 8985 §6.2, before reordering_seen), which ends its slow start at a rate measured
 // during slow start; how fast it then ramps is the controller's.
@@ -95,7 +95,8 @@ func TestReorderSimnet(t *testing.T) {
 				if ss.Drops.Duplicate > cs.PktSent/50 {
 					t.Errorf("%d packets arrived twice of %d sent, want ≤ 2 %%", ss.Drops.Duplicate, cs.PktSent)
 				}
-				if tc.reo == 0.25 && tc.extra == 5*time.Millisecond && late < 0.8*cleanLate {
+				// -short's 8 MiB end before the controller's ramp does: only the full run compares.
+				if !testing.Short() && tc.reo == 0.25 && tc.extra == 5*time.Millisecond && late < 0.8*cleanLate {
 					t.Errorf("%.1f Mbit/s in the second half against %.1f on the clean path, want ≥ 80 %%", late, cleanLate)
 				}
 			})
