@@ -105,6 +105,7 @@ type BBR struct {
 	bwProbeSamples     bool
 	ackPhase           bbrACKPhase
 	cwndLimited        bool
+	probeLostTx        float64 // the largest flight a packet declared lost since the probe began left in
 
 	// ProbeRTT (draft §4.3.4).
 	probeRTTDone      time.Time

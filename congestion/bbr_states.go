@@ -95,9 +95,10 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 		// Linux BBRv3's per-ACK check in Startup: a shallow buffer overflows long before the
 		// bandwidth plateau shows.
 		b.filledPipe = true
-		b.inflightHi = max(float64(d.TxInFlight), bbrBeta*b.targetInflight())
+		b.inflightHi = max(float64(d.TxInFlight), float64(d.LostTxInFlight), bbrBeta*b.targetInflight())
 	}
 	lost := float64(d.NewlyLost)
+	b.probeLostTx = max(b.probeLostTx, float64(d.LostTxInFlight))
 	b.roundLost += lost
 	if d.NewlyLost > 0 && !b.steadySince.IsZero() && !d.LostSentLast.Before(b.steadySince) {
 		b.roundLostSteady += lost
@@ -204,7 +205,7 @@ func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
 	if b.bwProbeSamples && b.inflightTooHigh(now, d) {
 		b.bwProbeSamples = false
 		if !d.AppLimited {
-			b.inflightHi = max(float64(d.TxInFlight), bbrBeta*b.targetInflight())
+			b.inflightHi = max(float64(d.TxInFlight), b.probeLostTx, bbrBeta*b.targetInflight())
 		}
 		if b.state == bbrProbeBWUp {
 			b.startProbeBWDown(now)
@@ -293,6 +294,7 @@ func (b *BBR) startProbeBWDown(now time.Time) {
 
 func (b *BBR) startProbeBWRefill() {
 	b.steadySince = time.Time{}
+	b.probeLostTx = 0
 	b.resetLowerBounds()
 	b.probeUpRounds, b.probeUpAcked = 0, 0
 	b.ackPhase = acksRefilling

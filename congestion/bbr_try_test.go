@@ -1,9 +1,11 @@
 package congestion_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +48,48 @@ func TestBBRTryFixed(t *testing.T) {
 		Flows: []connFlow{{Name: "fixed", CC: func() congestion.Controller { return fixedDeliv{congestion.NewFixed(int64(envF("FIXED", 90e6)))} }}}, Duration: 5 * time.Second}
 	r := runConns(t, sc)
 	logShares(t, "fixed", sc, r)
+}
+
+func TestBBRTryGrid(t *testing.T) {
+	if os.Getenv("BBRGRID") == "" {
+		t.Skip()
+	}
+	type cell struct {
+		rtt    time.Duration
+		loss   float64
+		qbdp   float64
+		bucket time.Duration
+	}
+	var cells []cell
+	for _, rtt := range []time.Duration{20 * time.Millisecond, 100 * time.Millisecond} {
+		for _, loss := range []float64{0, 0.001, 0.01, 0.03} {
+			for _, q := range []float64{0.1, 1, 4} {
+				cells = append(cells, cell{rtt, loss, q, 0})
+			}
+			cells = append(cells, cell{rtt, loss, 1, time.Millisecond})
+		}
+	}
+	dur := time.Duration(envF("DUR", 20)) * time.Second
+	for _, c := range cells {
+		c := c
+		t.Run(fmt.Sprintf("rtt%v_loss%g_q%g_b%v", c.rtt, c.loss, c.qbdp, c.bucket), func(t *testing.T) {
+			t.Parallel()
+			sc := connScenario{Rate: 100e6, RTT: c.rtt, Seed: 1, Loss: c.loss, QueueBDP: c.qbdp, Bucket: c.bucket,
+				Flows: []connFlow{{Name: "bbr", CC: bbrSeeded(1)}}, Duration: dur}
+			r := runConns(t, sc)
+			secs := len(r.Share[0])
+			u := mean(r.Share[0], 5, secs)
+			st := r.Sender[0]
+			t.Logf("CELL rtt=%v loss=%g q=%g bucket=%v util=%.3f retrans=%.4f drops=%d per-s:%v", c.rtt, c.loss, c.qbdp, c.bucket, u,
+				float64(st.PktRetrans)/float64(max(st.PktSent, 1)), r.Forward.DroppedQueue, fmtShares(r.Share[0]))
+		})
+	}
+}
+
+func fmtShares(xs []float64) string {
+	var b strings.Builder
+	for _, x := range xs {
+		fmt.Fprintf(&b, " %.0f", 100*x)
+	}
+	return b.String()
 }

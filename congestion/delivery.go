@@ -54,6 +54,9 @@ type Delivery struct {
 	// LostSentLast is the latest departure among the packets this event declared lost (zero if
 	// none): losses belong to the flight, and the controller state, that sent them.
 	LostSentLast time.Time
+	// LostTxInFlight is the largest TxInFlight among the packets this event declared lost: the
+	// flight they left in, the level at which the path dropped them (0 if none).
+	LostTxInFlight int64
 	// TotalDelivered and TotalLost are the connection's running totals after this event.
 	TotalDelivered, TotalLost int64
 	// InFlight is the bytes in flight after this event (sent, and neither delivered nor declared

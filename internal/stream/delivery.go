@@ -36,6 +36,7 @@ const (
 	pktLost                         // declared lost and not retransmitted since
 	pktEverLost                     // declared lost at least once: only a cumulative ACK delivers it
 	pktLate                         // acknowledged late: its ACK does not date its delivery (onCumAck)
+	pktImplied                      // out of the flight: silence implies it arrived (see imply)
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -60,10 +61,12 @@ type deliveryTracker struct {
 	base seqno.Seq // sequence number of the record at head: the first unacknowledged packet
 	// sackFront is the first packet no NAK has judged yet (at or after base).
 	sackFront seqno.Seq
-	ring      []pktRecord
-	head      int
-	n         int // records: base … base+n−1
-	limit     int // largest n: the send buffer in packets
+	// impliedFront is the first packet imply has not judged yet.
+	impliedFront seqno.Seq
+	ring         []pktRecord
+	head         int
+	n            int // records: base … base+n−1
+	limit        int // largest n: the send buffer in packets
 
 	delivered     int64         // C.delivered, bytes
 	lost          int64         // C.lost, bytes
@@ -76,6 +79,7 @@ type deliveryTracker struct {
 	inflight      int64         // bytes in flight
 	inflightPkts  int           // packets in flight
 	cwndLimited   bool          // the congestion window held the sender back since the last sample
+	recentRTT     time.Duration // the latest RTT sample (imply waits at least this long)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
 	events uint64        // delivery events that delivered something, so far
@@ -131,6 +135,7 @@ type deliveryEvent struct {
 	newlyDelivered int64
 	newlyLost      int64
 	lostSentLast   time.Duration // latest departure among the newly lost packets
+	lostTx         int64         // largest txInFlight among them
 	// The reference packet: the newly delivered one with the largest P.delivered (the draft's
 	// most recently sent).
 	hasRef         bool
@@ -152,7 +157,7 @@ type deliveryEvent struct {
 }
 
 func newDeliveryTracker(isn seqno.Seq, limit int) *deliveryTracker {
-	return &deliveryTracker{base: isn, sackFront: isn, limit: max(limit, 1)}
+	return &deliveryTracker{base: isn, sackFront: isn, impliedFront: isn, limit: max(limit, 1)}
 }
 
 // at returns the record at offset k from base (0 ≤ k < n).
@@ -205,7 +210,7 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 		d.inflight += int64(p.size)
 		d.inflightPkts++
 	}
-	p.flags &^= pktLost | pktAppLimited
+	p.flags &^= pktLost | pktAppLimited | pktImplied
 	if d.appLimited != 0 {
 		p.flags |= pktAppLimited
 	}
@@ -232,6 +237,49 @@ func (d *deliveryTracker) learnt(seq seqno.Seq, t time.Duration) {
 // now has been delivered may understate the path.
 func (d *deliveryTracker) markAppLimited() {
 	d.appLimited = max(d.delivered+d.inflight, 1)
+}
+
+// imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
+// NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
+// ago — RFC 6298's SRTT + 4·RTTVAR, with the latest RTT sample for SRTT when larger, so that a
+// growing queue lengthens the wait — with a later packet sent that long ago too, and not reported
+// missing, has reached the receiver — though a hole before it may keep every ACK from saying so
+// for a round trip or more. Such a packet no longer counts in the bytes in flight, which the
+// congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
+// or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
+// Retransmissions are never implied: their hole stays open until an ACK closes it.
+func (d *deliveryTracker) imply(t, srtt, rttVar time.Duration) {
+	old := t - (max(srtt, d.recentRTT) + 4*rttVar)
+	k := max(seqno.Offset(d.base, d.impliedFront), 0)
+	last := -1 // the newest old-enough first transmission not yet implied
+	for ; k < d.n; k++ {
+		p := d.at(k)
+		if p.flags&pktRetrans != 0 {
+			continue
+		}
+		if p.sent > old {
+			break
+		}
+		if last >= 0 {
+			d.implyAt(last)
+		}
+		last = k
+	}
+	if last >= 0 {
+		d.impliedFront = d.base.Add(last)
+	} else if k > 0 && seqno.Offset(d.impliedFront, d.base.Add(k)) > 0 && k == d.n {
+		d.impliedFront = d.base.Add(k)
+	}
+}
+
+func (d *deliveryTracker) implyAt(k int) {
+	p := d.at(k)
+	if p.flags&pktInFlight == 0 || p.flags&pktEverLost != 0 {
+		return
+	}
+	p.flags = p.flags&^pktInFlight | pktImplied
+	d.inflight -= int64(p.size)
+	d.inflightPkts--
 }
 
 // begin starts accumulating an ACK or NAK event.
@@ -359,15 +407,18 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	for k := from; k <= to; k++ {
 		p := d.at(k)
 		p.flags |= pktEverLost
-		if p.flags&pktInFlight == 0 {
-			continue
+		switch {
+		case p.flags&pktInFlight != 0:
+			d.inflight -= int64(p.size)
+			d.inflightPkts--
+		case p.flags&pktImplied == 0:
+			continue // delivered, or declared lost already
 		}
-		p.flags = p.flags&^pktInFlight | pktLost
-		d.inflight -= int64(p.size)
-		d.inflightPkts--
+		p.flags = p.flags&^(pktInFlight|pktImplied) | pktLost
 		d.lost += int64(p.size)
 		d.ev.newlyLost += int64(p.size)
 		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
+		d.ev.lostTx = max(d.ev.lostTx, p.txInFlight)
 	}
 }
 
@@ -414,9 +465,11 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 	d.cwndLimited = false
 	if ev.hasRTT {
 		s.RTT = t - ev.rttSent
+		d.recentRTT = s.RTT
 	}
 	if ev.newlyLost > 0 {
 		s.LostSentLast = start.Add(ev.lostSentLast)
+		s.LostTxInFlight = ev.lostTx
 	}
 	if ev.hasRef {
 		s.PriorDelivered = ev.refDelivered

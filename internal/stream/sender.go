@@ -64,6 +64,7 @@ func (e *Endpoint) noteAppLimited() {
 
 // deliveryDone ends a delivery-accounting event and tells a delivery-based controller about it.
 func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
+	e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
 	s, ok := e.dlv.sample(t, e.start, e.pktSize)
 	if ok && e.dcc != nil {
 		e.dcc.OnDelivery(now, s)
@@ -93,6 +94,9 @@ func (e *Endpoint) Departure() time.Time {
 // successor taking the next slot of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
+	if e.dcc != nil {
+		e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
+	}
 	n := 0
 	for n < len(bufs) {
 		if !e.sendable() {
