@@ -10,8 +10,8 @@ var bbrDebug = os.Getenv("BBRDEBUG") != ""
 
 func (b *BBR) dbg(now time.Time, what string) {
 	if bbrDebug {
-		fmt.Fprintf(os.Stderr, "%s %-14s %-10s bw=%.1fMbit maxbw=%.1f/%.1f bwlo=%.1f minrtt=%v cwnd=%.0f inflight=%d hi=%.0f lo=%.0f pace=%.1fMbit extra=%.0f round=%d\n",
-			now.Format("05.000000"), b.state, what, b.bw*8/1e6, b.maxBw[0]*8/1e6, b.maxBw[1]*8/1e6, b.bwLo*8/1e6, b.minRTT, b.cwnd/b.pkt, b.inflight/int64(b.pkt), b.inflightHi/b.pkt, b.inflightLo/b.pkt, b.pacingRate*8/1e6, b.extraAckedMax()/b.pkt, b.roundCount)
+		fmt.Fprintf(os.Stderr, "%p %s %-14s %-10s bw=%.1fMbit maxbw=%.1f/%.1f bwlo=%.1f minrtt=%v cwnd=%.0f inflight=%d hi=%.0f lo=%.0f pace=%.1fMbit extra=%.0f round=%d\n",
+			b, now.Format("05.000000"), b.state, what, b.bw*8/1e6, b.maxBw[0]*8/1e6, b.maxBw[1]*8/1e6, b.bwLo*8/1e6, b.minRTT, b.cwnd/b.pkt, b.inflight/int64(b.pkt), b.inflightHi/b.pkt, b.inflightLo/b.pkt, b.pacingRate*8/1e6, b.extraAckedMax()/b.pkt, b.roundCount)
 	}
 }
 

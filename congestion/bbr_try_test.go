@@ -93,3 +93,18 @@ func fmtShares(xs []float64) string {
 	}
 	return b.String()
 }
+
+func TestBBRTryTwo(t *testing.T) {
+	if os.Getenv("BBRTRY") == "" {
+		t.Skip()
+	}
+	sc := connScenario{Rate: 100e6, RTT: time.Duration(envF("RTT", 20)) * time.Millisecond, Seed: 1, QueueBDP: envF("QBDP", 1),
+		Loss: envF("LOSS", 0),
+		Flows: []connFlow{{Name: "a", CC: bbrSeeded(1)}, {Name: "b", CC: bbrSeeded(2), Start: 5 * time.Second}}, Duration: time.Duration(envF("DUR", 30)) * time.Second}
+	r := runConns(t, sc)
+	n := len(r.Share[0])
+	a, b := mean(r.Share[0], n-10, n), mean(r.Share[1], n-10, n)
+	t.Logf("TWO a=%s", fmtShares(r.Share[0]))
+	t.Logf("TWO b=%s", fmtShares(r.Share[1]))
+	t.Logf("TWO last 10 s: %.3f %.3f jain %.3f drops %d", a, b, jain(a, b), r.Forward.DroppedQueue)
+}
