@@ -68,7 +68,7 @@ func TestBBRStartupPlateau(t *testing.T) {
 	link := 100e6 / 8.0 // bytes/s
 	now := t0
 	var total int64
-	rate := float64(16 * pkt) / rtt.Seconds()
+	rate := float64(16*pkt) / rtt.Seconds()
 	exited, plateau := -1, -1
 	for round := 1; round <= 20 && exited < 0; round++ {
 		prior := total
