@@ -65,8 +65,8 @@
 //     expiry, max(RTT + 4·RTTVar + SYN, 100 ms)·2^(N−2) after the previous one (N = expiries so
 //     far: exponential backoff, RFC 6298 §5.5, at most 60 s), is a retransmission timeout that
 //     tells the controller (OnTimeout) and probes again with the same two packets; once the peer
-//     answers (an ACK or NAK) after a timeout, every unacknowledged packet is re-queued (UDT4's
-//     go-back-N, for peers that do not re-report losses), once per timeout. A dead path thus
+//     answers (an ACK or NAK) after the third expiry or a later one, every unacknowledged packet
+//     is re-queued (UDT4's go-back-N, for peers that do not re-report losses), once per expiry. A dead path thus
 //     costs two packets per expiry with the intervals doubling, not a flight each time. A
 //     controller's RTO replaces both bases.
 //   - Keep-alive: sent when nothing was sent for T = min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends
@@ -106,6 +106,6 @@
 //     replaced by a window update every RecvBuffer/8 packets, so a window-limited sender gets its
 //     credit back within a round trip instead of once per SYN (flow.go).
 //   - Full ACKs' receive rate and capacity measured over a pause of the sender for data are
-//     ignored unless higher than the current estimate; the first measured values replace UDT4's
-//     pre-load (16 and 1 packets/s), and the controller sees 0 (unknown) before (applimit.go).
+//     ignored unless higher than the current estimate, and the controller sees 0 (unknown)
+//     instead of UDT4's pre-load (16 and 1 packets/s) until one has been taken (applimit.go).
 package stream

@@ -110,32 +110,28 @@ func TestRequestResponseLeavesNoRateEstimate(t *testing.T) {
 	}
 }
 
-// The first receive rate and capacity that count replace UDT4's pre-load (16 and 1 packets/s)
-// instead of being smoothed 7/8 into it; until then the controller is told 0 (unknown).
-func TestFirstRatesReplacePreload(t *testing.T) {
+// Until a receive rate and capacity have been measured the controller is told 0 (unknown), not
+// UDT4's pre-load (16 and 1 packets/s), which the 7/8 smoothing then starts from; after a pause
+// for data a lower sample is ignored and a higher one counts.
+func TestRatesUnknownUntilMeasured(t *testing.T) {
 	l := newLink(1, linkRules{}, linkRules{})
 	newPair(l, pairOpts{isnA: 1, isnB: 2})
 	e := l.ep[0]
 	if rr, bw := e.measuredPeerRates(); rr != 0 || bw != 0 || e.peerRates.RcvRate != 16 {
 		t.Fatalf("before any ACK: %d, %d (pre-load %d)", rr, bw, e.peerRates.RcvRate)
 	}
-	e.sndPaused = false // a bulk sender, not after a pause
 	e.foldPeerRates(1000, 8000, 9000)
-	if rr, bw := e.measuredPeerRates(); rr != 8000 || bw != 9000 {
-		t.Fatalf("after the first full ACK: %d, %d; want 8000, 9000", rr, bw)
+	if rr, bw := e.measuredPeerRates(); rr != (7*16+8000)/8 || bw != (7*1+9000)/8 {
+		t.Fatalf("after the first full ACK: %d, %d; want the 7/8 smoothing from 16 and 1", rr, bw)
 	}
-	e.foldPeerRates(1001, 16000, 9000)
-	if rr, _ := e.measuredPeerRates(); rr != (7*8000+16000)/8 {
-		t.Fatalf("second ACK: %d, want the 7/8 smoothing %d", rr, (7*8000+16000)/8)
-	}
-	// After a pause for data, a lower sample is ignored, a higher one counts.
 	e.pauseSeq, e.pauseSet = 2000, true
+	rr0, bw0 := e.measuredPeerRates()
 	e.foldPeerRates(2005, 100, 100)
-	if rr, bw := e.measuredPeerRates(); rr != 9000 || bw != 9000 {
+	if rr, bw := e.measuredPeerRates(); rr != rr0 || bw != bw0 {
 		t.Fatalf("a low sample after a pause changed the rates: %d, %d", rr, bw)
 	}
 	e.foldPeerRates(2006, 17000, 9800)
-	if rr, bw := e.measuredPeerRates(); rr != (7*9000+17000)/8 || bw != (7*9000+9800)/8 {
+	if rr, bw := e.measuredPeerRates(); rr != (7*rr0+17000)/8 || bw != (7*bw0+9800)/8 {
 		t.Fatalf("a higher sample after a pause was ignored: %d, %d", rr, bw)
 	}
 }

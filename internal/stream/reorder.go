@@ -333,9 +333,14 @@ func (e *Endpoint) checkDeferred(t time.Duration, now time.Time) {
 	if d == nil || d.Len() == 0 {
 		return
 	}
+	if due, _ := e.deferredDue(); t < due {
+		return
+	}
 	w := e.sndReorderWindow()
 	out := e.lossRanges[:0]
 	var runs lossRuns
+	e.dlv.begin()
+	defer e.deliveryDone(t, now)
 	for {
 		s, ok := d.Front()
 		if !ok {

@@ -107,18 +107,23 @@ func (e *Endpoint) answerKeepAlive(t time.Duration) {
 // still queued (they go first and probe as well). The first expiry is a tail-loss probe (RFC 8985
 // §7): it costs at most two packets when spurious, so it does not tell the controller. Every
 // further one is a retransmission timeout (RFC 6298 §5.4–5.6: back off, retransmit the earliest
-// packet): it tells the controller (OnTimeout, spec §5.4) and arms go-back-N for when the peer
-// answers (peerAnswered): a dead path costs two packets per expiry with the intervals doubling.
+// packet): it tells the controller (OnTimeout, spec §5.4), and from the third expiry on arms
+// go-back-N for when the peer answers (peerAnswered; the second expiry only probes again, as
+// UDT4's escalation here always did: a receiver of ours re-reports its losses, and a flight of
+// duplicates into a congested queue costs more losses): a dead path costs two packets per expiry
+// with the intervals doubling.
 // From any expiry until the peer answers no new data is sent either (RFC 5681 §3.1's loss window
 // of one segment after a timeout; here retransmissions only): a rate-paced sender that hears
 // nothing would otherwise keep filling its window into a dead path.
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
+	e.dlv.begin()
+	defer e.deliveryDone(t, now)
 	e.rtoCount++
 	e.rtoBase = t
 	e.awaitingPeer = true
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
-		e.rtoGoBack = true
+		e.rtoGoBack = e.rtoCount > 2 // the second expiry probes once more first (see above)
 		e.cc.OnTimeout(now)
 		e.applyCC()
 	} else {
@@ -128,8 +133,10 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 		return
 	}
 	first, last := e.sndLastAck(), e.sndCurrSeq()
-	e.addLoss(first, first)
-	e.addLoss(last, last)
+	// Probes re-send two packets without declaring them lost: the delivery accounting keeps them
+	// in flight (a probe is no evidence of loss).
+	e.sloss.Insert(first, first)
+	e.sloss.Insert(last, last)
 	e.sent.markTimer(first, first)
 	e.sent.markTimer(last, last)
 	e.rtoRepair, e.rtoRepairing = first.Inc(), true
@@ -189,4 +196,5 @@ func (e *Endpoint) trim() {
 	e.snd.Trim()
 	e.rcv.Trim()
 	e.sent.trim()
+	e.dlv.trim()
 }
