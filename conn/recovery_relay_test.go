@@ -67,7 +67,7 @@ func relayTransfer(tb testing.TB, c, s *Conn, size int64) float64 {
 // sender capped at 100 Mbit/s): the transfer is intact and retransmissions stay a small fraction
 // of the packets sent. Goodput is the benchmark's (BenchmarkReorderRelay).
 func TestReorderRelay(t *testing.T) {
-	cfg := &Config{MaxBandwidth: 100e6 / 8, Congestion: congestion.LossTolerantFactory()}
+	cfg := &Config{MaxBandwidth: 100e6 / 8}
 	c, s, relay := relayPair(t, cfg,
 		udprelay.Impairment{Delay: 25 * time.Millisecond, Reorder: 0.25, ReorderDelay: 5 * time.Millisecond},
 		udprelay.Impairment{Delay: 25 * time.Millisecond})
@@ -128,7 +128,7 @@ func BenchmarkReorderRelay(b *testing.B) {
 	for _, cc := range []struct {
 		name string
 		f    congestion.Factory
-	}{{"udt", nil}, {"udt-lt", congestion.LossTolerantFactory()}} {
+	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}, {"udt-lt", congestion.LossTolerantFactory()}} {
 		b.Run(cc.name, func(b *testing.B) {
 			for range b.N {
 				cfg := &Config{MaxBandwidth: 100e6 / 8, Congestion: cc.f}
@@ -198,7 +198,7 @@ func BenchmarkSmallRecvBuffer(b *testing.B) {
 	for _, cc := range []struct {
 		name string
 		f    congestion.Factory
-	}{{"udt", nil}, {"udt-lt", congestion.LossTolerantFactory()}, {"fixed-20gbit", congestion.FixedFactory(20e9)}} {
+	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}, {"udt-lt", congestion.LossTolerantFactory()}, {"fixed-20gbit", congestion.FixedFactory(20e9)}} {
 		b.Run(cc.name, func(b *testing.B) {
 			for range b.N {
 				cfg := &Config{RecvBuffer: 64 << 10, Congestion: cc.f}

@@ -146,13 +146,23 @@ func (e *Endpoint) onGap(t time.Duration, now time.Time, first, last seqno.Seq, 
 	e.checkPendingNAK(t, now)
 }
 
+// nakWait is how long a gap must have been missing before its NAK: longer than a non-zero
+// reordering window, so that a packet exactly as late as the latest seen (a tie, common on paths
+// with a fixed extra delay) is not reported; with no reordering seen, no wait (spec §2.4).
+func (e *Endpoint) nakWait() time.Duration {
+	if w := e.rcvReorderWindow(); w > 0 {
+		return w + time.Nanosecond
+	}
+	return 0
+}
+
 // pendingNAKDue returns when the oldest unreported gap outlives the reordering window.
 func (e *Endpoint) pendingNAKDue() (time.Duration, bool) {
 	first, ok := e.rloss.NextPending()
 	if !ok {
 		return 0, false
 	}
-	return e.since(first) + e.rcvReorderWindow(), true
+	return e.since(first) + e.nakWait(), true
 }
 
 // checkPendingNAK NAKs the gaps that have outlived the reordering window, lowest first, as many
@@ -161,7 +171,7 @@ func (e *Endpoint) checkPendingNAK(t time.Duration, now time.Time) {
 	if due, ok := e.pendingNAKDue(); !ok || t < due {
 		return
 	}
-	e.dueRanges = e.rloss.Pending(now, e.rcvReorderWindow(), e.dueRanges[:0], cap(e.nak.Ranges))
+	e.dueRanges = e.rloss.Pending(now, e.nakWait(), e.dueRanges[:0], cap(e.nak.Ranges))
 	if len(e.dueRanges) == 0 {
 		return
 	}
@@ -219,8 +229,14 @@ func (e *Endpoint) onDuplicate(t time.Duration, seq seqno.Seq, ts uint32) {
 	}
 }
 
-// lossDeadline is when a NAKed packet last sent at last may be declared lost.
-func (e *Endpoint) lossDeadline(last, w time.Duration) time.Duration { return last + e.sro.minRTT + w }
+// lossDeadline is when a NAKed packet last sent at last may be declared lost (with w > 0, just
+// past last + minRTT + w: an ACK exactly as late as the latest seen is waited for).
+func (e *Endpoint) lossDeadline(last, w time.Duration) time.Duration {
+	if w > 0 {
+		w += time.Nanosecond
+	}
+	return last + e.sro.minRTT + w
+}
 
 // declareNAKLosses applies a NAK's ranges (validated by onNAK): packets sent long enough ago are
 // lost now and go into the loss list; the others wait in the deferred set for their deadline;
