@@ -75,6 +75,11 @@ type Config struct {
 	// pacer (pacer.SchedulerConfig.Burst); 0 means pacer.DefaultBurst. Below that cap the engine
 	// allows 2 ms of the current rate, at least 10 packets (see burstFor).
 	Burst int
+	// Messages selects message mode (UDT_DGRAM, socket type 2, spec §7.2): WriteMessage and
+	// ReadMessage move whole messages, each with its own number, position bits, in-order flag and
+	// time to live; Write and Read move nothing. Both ends must agree (the handshake's socket
+	// type).
+	Messages bool
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
 	StrictPacing bool

@@ -110,13 +110,21 @@ func New(cfg Config, now time.Time) *Endpoint {
 	t := e.since(now)
 
 	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
-	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	if cfg.Messages {
+		e.snd = buffer.NewMessageSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	} else {
+		e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	}
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
 	e.sndLastDataAck = isn
 	e.rtoBase = t
 
-	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	if cfg.Messages {
+		e.rcv = buffer.NewMessageRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	} else {
+		e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	}
 	e.rloss = losslist.NewReceiver(cfg.RecvBuffer)
 	e.lrsn = peerISN.Dec()
 	e.rcvLastAck = peerISN
@@ -336,6 +344,10 @@ func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
 		e.sendShutdown(t)
 	case packet.TypeErrorSignal:
 		e.err = &PeerError{Code: info}
+	case packet.TypeMsgDropRequest:
+		if !e.onMsgDrop(b) {
+			return
+		}
 	default:
 		// Handshake repeats are conn's business; congestion warnings (never sent by UDT4),
 		// message-drop requests (message mode only) and user-defined packets are not used by a

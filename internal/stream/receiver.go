@@ -21,7 +21,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.cc.OnPacketReceived(now, uint32(seq), len(b))
 	e.arrivals.OnArrival(now, seq)
 	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
-	switch err := e.rcv.Insert(seq, payload); err {
+	switch err := e.insert(seq, b, payload); err {
 	case nil:
 	case buffer.ErrBeyondWindow:
 		e.stats.Drops.OutOfWindow++

@@ -61,6 +61,7 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
 	n := 0
 	for n < len(bufs) {
+		e.expireMessages(t)
 		if !e.sendable() {
 			e.pairNext = false
 			return n, time.Time{}
@@ -111,6 +112,9 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		probe = seq&0xF == 0
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
+	if e.cfg.Messages {
+		be.PutUint32(b[4:], e.snd.Word1(seq, msg)) // FF, O and the message's number (spec §1.2)
+	}
 	l := headerSize + copy(b[headerSize:], payload)
 	e.lastSend = t
 	e.stats.PktSent++

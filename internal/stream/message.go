@@ -1,0 +1,204 @@
+package stream
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/udtgo/udt/internal/buffer"
+	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Message mode (UDT_DGRAM, socket type 2; spec §7.2, §2.6), enabled by Config.Messages.
+//
+// Sender: WriteMessage queues one whole message or nothing; its packets carry FF (first, middle,
+// last, solo), the O flag and the message's number (spec §1.2). A message with a time to live is
+// given up once it has passed: its packets are never sent again and the receiver is told with a
+// message drop request (control type 7) naming the message's number and sequence numbers. UDT
+// 4.11 checks the TTL only when a packet is about to be retransmitted (spec §4.3), so a message
+// stuck behind a full window still goes out long after its TTL; here the check is made before
+// every transmission, the first included, so a stale message is never sent at all (its unsent
+// packets take their sequence numbers without leaving, as the reference's skip does). The request
+// is repeated whenever the receiver reports one of the message's packets missing again, or the
+// retransmission timer re-queues it. The drop request carries the true last sequence number with
+// the Inclusive flag (package packet), where the reference sends one past it (spec §2.6).
+//
+// Receiver: ReadMessage returns exactly one whole message (package buffer: in order, or earlier
+// when O = 0), or says how large the next one is when the caller's buffer is too small (the
+// message stays queued; UDT 4.11 truncates it and drops the rest). A drop request gives up the
+// named packets: held ones are freed, missing ones leave the loss list and count as received for
+// the ACK number, and the largest received sequence number moves past them (spec §2.6 step 3).
+
+// ErrMessageTooLarge: the message needs more packets than the send buffer holds or than the
+// peer's flow window from the handshake (its receive buffer could never hold it whole) (UDT error
+// 5012).
+var ErrMessageTooLarge = errors.New("udt: message too large")
+
+// errStreamMode is returned by the message calls of a stream endpoint.
+var errStreamMode = errors.New("udt: message call on a stream connection")
+
+// MessageStats counts message-mode events (zero for a stream connection).
+type MessageStats struct {
+	Written     uint64 // messages accepted by WriteMessage
+	Read        uint64 // messages returned by ReadMessage
+	Expired     uint64 // messages given up by this sender after their TTL
+	DropReqSent uint64 // message drop requests sent (repeats included)
+	DropReqRecv uint64 // message drop requests received and applied
+	Discarded   uint64 // received packets discarded unread: their message was given up or broken
+}
+
+// MaxMessage returns the largest message WriteMessage accepts, in bytes: the send buffer or the
+// peer's flow window from the handshake, whichever holds fewer packets, of MSS−44 bytes each.
+func (e *Endpoint) MaxMessage() int { return min(e.snd.Cap(), e.cfg.PeerFlowWindow) * e.payloadSize }
+
+// WriteMessage queues p (not empty) as one message whose packets carry the in-order flag inOrder
+// and which the sender gives up ttl after now (ttl ≤ 0: never). It reports false when the send
+// buffer cannot hold the whole message yet (wait for CanWrite and retry) or the connection no
+// longer sends, and returns ErrMessageTooLarge for a message larger than MaxMessage.
+func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOrder bool) (bool, error) {
+	if !e.cfg.Messages {
+		return false, errStreamMode
+	}
+	if len(p) > e.MaxMessage() {
+		return false, ErrMessageTooLarge
+	}
+	if !e.active() || len(p) == 0 {
+		return false, nil
+	}
+	deadline := int64(buffer.Never)
+	if ttl > 0 {
+		deadline = int64(e.since(now) + ttl)
+	}
+	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
+	if ok {
+		e.stats.BytesWritten += uint64(len(p))
+		e.stats.Messages.Written++
+	}
+	return ok, err
+}
+
+// ReadMessage copies the next whole message into p and returns its length n. When p is shorter
+// than that message, it returns n = 0 and the message's size, and the message stays queued.
+// Otherwise as Read: (0, 0, nil) when no message is ready, io.EOF after the peer's Shutdown once
+// every message has been read, Err() once broken.
+func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
+	if !e.cfg.Messages {
+		return 0, 0, errStreamMode
+	}
+	n, size = e.rcv.ReadMessage(p)
+	if n > 0 {
+		e.stats.BytesRead += uint64(n)
+		e.stats.Messages.Read++
+		e.maybeWindowUpdate()
+		return n, size, nil
+	}
+	if size > 0 {
+		return 0, size, nil
+	}
+	if e.err != nil {
+		return 0, 0, e.err
+	}
+	if e.peerClosed {
+		return 0, 0, io.EOF
+	}
+	return 0, 0, nil
+}
+
+// insert puts one data packet into the receive buffer (b is the whole datagram).
+func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
+	if e.cfg.Messages {
+		return e.rcv.InsertMessage(seq, be.Uint32(b[4:]), payload)
+	}
+	return e.rcv.Insert(seq, payload)
+}
+
+// onMsgDrop applies a message drop request (spec §2.6). It returns false if it was dropped.
+func (e *Endpoint) onMsgDrop(b []byte) bool {
+	var m packet.MsgDropRequest
+	if err := m.Decode(b); err != nil {
+		e.stats.Drops.Malformed++
+		return false
+	}
+	if !e.cfg.Messages {
+		e.stats.Drops.IgnoredCtrl++ // a stream connection has no messages to drop (spec §7.3)
+		return true
+	}
+	first, last := seqno.SeqFromWire(m.First), seqno.SeqFromWire(m.Last)
+	if !m.Inclusive && last != first {
+		last = last.Dec() // the reference's Last is one past the message's end (spec §2.6)
+	}
+	if seqno.Len(first, last) > e.rcv.Cap() {
+		e.stats.Drops.OutOfWindow++ // no message spans more than the window
+		return false
+	}
+	ack := e.rcv.AckSeq()
+	e.rcv.Drop(first, last, seqno.Msg(m.MsgNo))
+	e.rloss.RemoveRange(first, last)
+	// Step 3: the largest received number moves past a dropped tail, so that no NAK names it; never
+	// beyond the window.
+	if top := e.rcv.ReadSeq().Add(e.rcv.Cap() - 1); seqno.Offset(top, last) > 0 {
+		last = top
+	}
+	if seqno.Offset(first, e.lrsn.Inc()) >= 0 && seqno.Offset(e.lrsn, last) > 0 {
+		e.lrsn = last
+	}
+	if e.rcv.AckSeq() != ack {
+		e.ackForce = true // the sender can free the message at once
+	}
+	e.stats.Messages.DropReqRecv++
+	return true
+}
+
+// expireMessages gives up the messages whose TTL has passed at t before Release sends: the one
+// at the front of the loss list (about to be retransmitted) and the one holding the next new
+// packet (about to be sent for the first time), repeatedly. Given-up packets that were never sent
+// take window room as if sent.
+func (e *Endpoint) expireMessages(t time.Duration) {
+	if !e.cfg.Messages {
+		return
+	}
+	now := int64(t)
+	for e.active() {
+		if s, ok := e.sloss.Front(); ok {
+			if !e.snd.Expired(s, now) {
+				return
+			}
+			e.giveUp(t, s)
+			continue
+		}
+		if !e.snd.NextExpired(now) || e.inFlight() >= e.window() {
+			return
+		}
+		e.giveUp(t, e.snd.NextSeq())
+	}
+}
+
+// giveUp abandons the message holding packet s and sends the drop request for it.
+func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
+	idle := e.inFlight() == 0
+	no, first, last, ok := e.snd.GiveUp(s)
+	if !ok {
+		return
+	}
+	if idle && e.inFlight() > 0 {
+		e.rtoBase, e.rtoCount = t, 0 // as packOne: the timer starts with the first packet in flight
+	}
+	e.sloss.RemoveRange(first, last)
+	e.sendMsgDrop(t, no, first, last)
+}
+
+// sendMsgDrop sends a message drop request for message no, packets first..last.
+func (e *Endpoint) sendMsgDrop(t time.Duration, no seqno.Msg, first, last seqno.Seq) {
+	p := packet.MsgDropRequest{ControlHeader: e.ctrlHeader(t), MsgNo: uint32(no), Inclusive: true,
+		First: uint32(first), Last: uint32(last)}
+	b, err := p.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+	e.stats.Messages.DropReqSent++
+}
+
+// messageStats fills the counters kept by the buffers.
+func (e *Endpoint) messageStats(s *Stats) {
+	s.Messages.Discarded = uint64(e.rcv.Discarded())
+	s.Messages.Expired = uint64(e.snd.GivenUp())
+}
