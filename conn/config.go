@@ -6,18 +6,22 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/pacer"
 )
 
 // Defaults of Config's fields. They follow UDT 4.11 (spec §7.1) unless noted.
 const (
-	DefaultMSS              = 1500             // bytes, IP and UDP headers included (UDT_MSS)
-	DefaultFlowWindow       = 25600            // packets (UDT_FC)
-	DefaultBufferPackets    = 8192             // send and receive buffers, in packets of MSS−44 bytes (UDT_SNDBUF, UDT_RCVBUF)
-	DefaultHandshakeTimeout = 3 * time.Second  // spec §3.2: requests re-sent every 250 ms for 3 s
-	DefaultIdleTimeout      = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
-	DefaultLinger           = 60 * time.Second // how long Close waits for unacknowledged data (the reference: 180 s)
-	DefaultBacklog          = 1024             // connections waiting in Accept (the reference's appserver: 10)
+	DefaultMSS              = 1500            // bytes, IP and UDP headers included (UDT_MSS)
+	DefaultFlowWindow       = 25600           // packets (UDT_FC)
+	DefaultBufferPackets    = 8192            // send and receive buffers, in packets of MSS−44 bytes (UDT_SNDBUF, UDT_RCVBUF)
+	DefaultHandshakeTimeout = 3 * time.Second // spec §3.2: requests re-sent every 250 ms for 3 s
+	// DefaultRendezvousTimeout bounds Rendezvous when Config.HandshakeTimeout is 0: UDT 4.11's
+	// 10 × 3 s (spec §3.3), room for the peers to start far apart.
+	DefaultRendezvousTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
+	DefaultLinger            = 60 * time.Second // how long Close waits for unacknowledged data (the reference: 180 s)
+	DefaultBacklog           = 1024             // connections waiting in Accept (the reference's appserver: 10)
 
 	minMSS            = 76      // 28 bytes IP+UDP + 48-byte handshake (spec §1.1)
 	maxMSS            = 65535   // largest UDP datagram plus headers
@@ -69,8 +73,9 @@ type Config struct {
 	MaxBandwidth int64
 
 	// HandshakeTimeout bounds Dial: requests are re-sent every 250 ms until it passes (spec §3.2).
-	// Default 3 s.
+	// Default 3 s; for Rendezvous, 30 s (DefaultRendezvousTimeout, the reference's, spec §3.3).
 	HandshakeTimeout time.Duration
+	rdvTimeout       time.Duration // Rendezvous's bound: HandshakeTimeout as given, or its default
 
 	// IdleTimeout is how long a connection waits without hearing anything from its peer before it
 	// declares the peer dead; blocked and later calls then fail with a net.Error whose Timeout()
@@ -80,6 +85,14 @@ type Config struct {
 	// Linger is how long Close waits for written data to be acknowledged before it sends Shutdown
 	// (UDT_LINGER, spec §3.4). Negative means do not wait. Default 60 s.
 	Linger time.Duration
+
+	// MessageMode makes connections carry messages instead of a byte stream (UDT_DGRAM, socket
+	// type 2, spec §7.2): each Write or WriteMessage is one message, delivered whole and alone or
+	// not at all, and each Read or ReadMessage returns exactly one (see Conn.WriteMessage). Both
+	// ends must use the same mode: a listener refuses a peer of the other mode (handshake type
+	// 1002), and Dial then fails with an error matching ErrRejected and ErrModeMismatch. Default
+	// false: a reliable byte stream (UDT_STREAM).
+	MessageMode bool
 
 	// Backlog is the number of established connections that may wait for Accept; further
 	// requests are rejected (handshake type 1002). Default 1024.
@@ -137,6 +150,12 @@ func (c *Config) resolved() (Config, error) {
 	if r.MaxBandwidth < 0 {
 		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)
 	}
+	if r.rdvTimeout <= 0 {
+		r.rdvTimeout = r.HandshakeTimeout
+		if r.rdvTimeout <= 0 {
+			r.rdvTimeout = DefaultRendezvousTimeout
+		}
+	}
 	if r.HandshakeTimeout <= 0 {
 		r.HandshakeTimeout = DefaultHandshakeTimeout
 	}
@@ -153,6 +172,14 @@ func (c *Config) resolved() (Config, error) {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r, nil
+}
+
+// socketType is the handshake's socket type for c (spec §2.1 word 1).
+func (c *Config) socketType() packet.SocketType {
+	if c.MessageMode {
+		return packet.SocketDgram
+	}
+	return packet.SocketStream
 }
 
 // payloadSize is the data payload per packet in bytes for a given MSS (spec §1.1).

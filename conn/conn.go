@@ -27,8 +27,9 @@ type Conn struct {
 	isn    uint32 // our first data sequence number
 	mss    int    // negotiated
 
-	hsReply []byte // the handshake answer we sent (listener side), re-sent on a repeated request
-	onClose func() // set by the Listener that made the connection, run once by Close
+	hsReply    []byte // the handshake answer we sent (listener side), re-sent on a repeated request
+	rendezvous bool   // made by Rendezvous: hsReply answers every handshake but a −2 (spec §3.3)
+	onClose    func() // set by the Listener that made the connection, run once by Close
 
 	mu      sync.Mutex // guards ep and the fields below
 	ep      *stream.Endpoint
@@ -100,6 +101,7 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
+		Messages:       cfg.MessageMode,
 		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
@@ -185,7 +187,7 @@ func (c *Conn) answerHandshake(b []byte) {
 	}
 	if b != nil {
 		var hs packet.Handshake
-		if hs.Decode(b) != nil || hs.ReqType <= 0 {
+		if hs.Decode(b) != nil || !c.answers(hs.ReqType) {
 			return
 		}
 	}
@@ -229,11 +231,14 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	return 0, next
 }
 
-// Read reads stream bytes in order. It blocks until data arrives, the read deadline passes
+// Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks until data arrives, the read deadline passes
 // (os.ErrDeadlineExceeded), the peer shuts down and all its data has been read (bare io.EOF),
 // the connection breaks (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed).
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.readMessage("read", b)
+	}
 	for {
 		c.mu.Lock()
 		if c.closed { // before the deadline: use after Close is net.ErrClosed, as in package net
@@ -271,11 +276,15 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 }
 
-// Write writes b to the stream. It blocks while the send buffer is full (flow control) and
+// Write writes b to the stream (in message mode: as one message that never expires and is
+// delivered in order, see WriteMessage). It blocks while the send buffer is full (flow control) and
 // returns once all of b is buffered, or with the count so far when the write deadline passes
 // (os.ErrDeadlineExceeded), the connection breaks, the peer shut down (ErrPeerShutdown) or Close
 // is called (net.ErrClosed). Errors come inside a *net.OpError.
 func (c *Conn) Write(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.writeMessage("write", b, 0, true)
+	}
 	if isClosed(c.closing) {
 		return 0, c.opErr("write", net.ErrClosed)
 	}

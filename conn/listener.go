@@ -198,7 +198,8 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 		l.stats.badCookie.Add(1)
 		return
 	}
-	if hs.Version != packet.Version || hs.SocketType != packet.SocketStream {
+	if hs.Version != packet.Version || hs.SocketType != l.cfg.socketType() {
+		hs.SocketType = l.cfg.socketType() // tells a peer of ours why (UDT4 reads only the type 1002)
 		l.reject(&hs, from)
 		return
 	}

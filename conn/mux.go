@@ -43,9 +43,10 @@ type mux struct {
 	sendBufs [][]byte
 
 	mu       sync.RWMutex
-	conns    map[uint32]*Conn   // established connections by local socket ID
-	dialers  map[uint32]*dialer // handshakes in progress by local socket ID
-	tombs    map[uint32]tomb    // recently closed connections, answered with Shutdown
+	conns    map[uint32]*Conn           // established connections by local socket ID
+	dialers  map[uint32]*dialer         // handshakes in progress by local socket ID
+	rdv      map[netip.AddrPort]*dialer // rendezvous in progress by peer address (rendezvous.go)
+	tombs    map[uint32]tomb            // recently closed connections, answered with Shutdown
 	listener *Listener
 	refs     int
 	closed   bool
@@ -108,6 +109,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		timers:     pacer.New(tw, pacer.Config{}),
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
+		rdv:        make(map[netip.AddrPort]*dialer),
 		tombs:      make(map[uint32]tomb),
 		readerDone: make(chan struct{}),
 	}
@@ -324,6 +326,11 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	dst := binary.BigEndian.Uint32(b[12:16])
 	m.mu.RLock()
 	if dst == 0 {
+		if d := m.rendezvousFor(b, from); d != nil {
+			m.mu.RUnlock()
+			d.handleDatagram(b, from)
+			return
+		}
 		l := m.listener
 		m.mu.RUnlock()
 		if l == nil {
