@@ -222,7 +222,9 @@ func (e *modeMismatchError) Error() string {
 		modeName(e.peer), modeName(e.local))
 }
 
-func (e *modeMismatchError) Is(target error) bool { return target == ErrRejected || target == ErrModeMismatch }
+func (e *modeMismatchError) Is(target error) bool {
+	return target == ErrRejected || target == ErrModeMismatch
+}
 
 func modeName(t packet.SocketType) string {
 	if t == packet.SocketDgram {
