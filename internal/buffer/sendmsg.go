@@ -22,8 +22,12 @@ var ErrMessageTooLarge = errors.New("buffer: message larger than the send buffer
 // Never is the deadline of a message without a time to live.
 const Never = math.MaxInt64
 
-// givenUp marks the slots of a message GiveUp abandoned (a deadline before any time).
-const givenUp = math.MinInt64
+// givenUp marks the slots of a message GiveUp abandoned (a deadline before any time); stub marks
+// its last slot, which never expires (it is sent as a stub).
+const (
+	givenUp = math.MinInt64
+	stub    = math.MinInt64 + 1
+)
 
 // FF positions in data-header word 1 (spec §1.2), as word-1 bits.
 const (
@@ -134,21 +138,27 @@ func (b *SendBuffer) Expired(seq seqno.Seq, now int64) bool {
 	if b.msg == nil || !ok {
 		return false
 	}
-	return b.msg.expire[b.slot(d)] <= now
+	e := b.msg.expire[b.slot(d)]
+	return e <= now && e != stub
 }
 
 // NextExpired reports whether the next unsent packet belongs to a message whose deadline has
 // passed at now.
 func (b *SendBuffer) NextExpired(now int64) bool {
-	return b.msg != nil && b.sent < b.used && b.msg.expire[b.slot(b.sent)] <= now
+	if b.msg == nil || b.sent >= b.used {
+		return false
+	}
+	e := b.msg.expire[b.slot(b.sent)]
+	return e <= now && e != stub
 }
 
-// GiveUp abandons the message holding packet seq (held): its packets not yet sent take their
-// sequence numbers as if sent, so that none is ever transmitted and the numbers after it stay
-// valid (the reference does the same, spec §4.3), and it returns the message's number and its
-// first and last sequence numbers still held (those already acknowledged are gone). The packets
-// are freed as the peer acknowledges them after the drop request. ok is false for a stream
-// buffer or a sequence number not held.
+// GiveUp abandons the message holding packet seq (held): its packets not yet sent, but the
+// last, take their sequence numbers as if sent, so that none is transmitted and the numbers after
+// them stay valid (the reference skips them the same way, spec §4.3); the last packet stays to be
+// sent, or retransmitted when lost, as a 1-byte stub (see Stub), so that the receiver learns that
+// the numbers up to it were used and can trust the drop request's range. It returns the message's
+// number and its first and last sequence numbers still held (those already acknowledged are
+// gone). ok is false for a stream buffer or a sequence number not held.
 func (b *SendBuffer) GiveUp(seq seqno.Seq) (msg seqno.Msg, first, last seqno.Seq, ok bool) {
 	d, held := b.held(seq)
 	if b.msg == nil || !held {
@@ -172,16 +182,24 @@ func (b *SendBuffer) GiveUp(seq seqno.Seq) (msg seqno.Msg, first, last seqno.Seq
 		}
 		hi, w = hi+1, nw
 	}
-	if hi >= b.sent {
-		b.sent = hi + 1
+	if hi > b.sent {
+		b.sent = hi
 	}
-	if b.msg.expire[b.slot(d)] != givenUp {
+	if b.msg.expire[b.slot(hi)] != stub {
 		b.msg.given++
-		for k := lo; k <= hi; k++ {
+		for k := lo; k < hi; k++ {
 			b.msg.expire[b.slot(k)] = givenUp
 		}
+		b.msg.expire[b.slot(hi)] = stub
 	}
 	return no, b.ack.Add(lo), b.ack.Add(hi), true
+}
+
+// Stub reports whether packet seq is the last packet of a message GiveUp abandoned: it is sent
+// with a 1-byte payload (no receiver delivers it).
+func (b *SendBuffer) Stub(seq seqno.Seq) bool {
+	d, ok := b.held(seq)
+	return b.msg != nil && ok && b.msg.expire[b.slot(d)] == stub
 }
 
 // GivenUp returns the number of messages GiveUp abandoned (each counted once).

@@ -68,6 +68,7 @@ type Endpoint struct {
 	nakTick        time.Duration // last periodic NAK check
 	nak            packet.NAK
 	dueRanges      []losslist.Range
+	msgs           msgState // message mode (message.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)

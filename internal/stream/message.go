@@ -108,9 +108,27 @@ func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
 // insert puts one data packet into the receive buffer (b is the whole datagram).
 func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
 	if e.cfg.Messages {
-		return e.rcv.InsertMessage(seq, be.Uint32(b[4:]), payload)
+		err := e.rcv.InsertMessage(seq, be.Uint32(b[4:]), payload)
+		if err == nil && len(e.msgs.pending) > 0 {
+			e.applyPending(seqno.Max(e.lrsn, seq))
+		}
+		e.syncLRSN()
+		return err
 	}
 	return e.rcv.Insert(seq, payload)
+}
+
+// syncLRSN keeps the receiver's numbers consistent when given-up slots moved the ACK number: the
+// largest received number is at least ACK − 1 and the loss list holds nothing before the ACK
+// number (a gap reported before a drop request covered it).
+func (e *Endpoint) syncLRSN() {
+	ack := e.rcv.AckSeq()
+	if top := ack.Dec(); seqno.Offset(e.lrsn, top) > 0 {
+		e.lrsn = top
+	}
+	if first, ok := e.rloss.First(); ok && first.Less(ack) {
+		e.rloss.RemoveBefore(ack)
+	}
 }
 
 // onMsgDrop applies a message drop request (spec §2.6). It returns false if it was dropped.
@@ -132,22 +150,81 @@ func (e *Endpoint) onMsgDrop(b []byte) bool {
 		e.stats.Drops.OutOfWindow++ // no message spans more than the window
 		return false
 	}
+	no := seqno.Msg(m.MsgNo)
+	if seqno.Offset(e.lrsn, last) > 0 {
+		// Numbers beyond the largest received one are given up only once a packet shows that the
+		// sender used them (our sender sends a given-up message's last packet as a stub): a forged
+		// request naming the future would otherwise move the ACK number past everything sent, and
+		// the sender, rightly ignoring such ACKs, would never drain.
+		e.msgs.pend(pendingDrop{no: no, first: first, last: last})
+		if seqno.Offset(first, e.lrsn) < 0 {
+			e.stats.Messages.DropReqRecv++
+			return true
+		}
+		last = e.lrsn
+	}
+	e.applyDrop(no, first, last)
+	e.stats.Messages.DropReqRecv++
+	return true
+}
+
+// applyDrop gives up first..last (all at or below the largest received number) of message no.
+func (e *Endpoint) applyDrop(no seqno.Msg, first, last seqno.Seq) {
 	ack := e.rcv.AckSeq()
-	e.rcv.Drop(first, last, seqno.Msg(m.MsgNo))
+	e.rcv.Drop(first, last, no)
 	e.rloss.RemoveRange(first, last)
-	// Step 3: the largest received number moves past a dropped tail, so that no NAK names it; never
-	// beyond the window.
-	if top := e.rcv.ReadSeq().Add(e.rcv.Cap() - 1); seqno.Offset(top, last) > 0 {
-		last = top
-	}
-	if seqno.Offset(first, e.lrsn.Inc()) >= 0 && seqno.Offset(e.lrsn, last) > 0 {
-		e.lrsn = last
-	}
+	e.syncLRSN()
 	if e.rcv.AckSeq() != ack {
 		e.ackForce = true // the sender can free the message at once
 	}
-	e.stats.Messages.DropReqRecv++
-	return true
+}
+
+// pendingDrop is a drop request whose range reaches beyond the largest received number.
+type pendingDrop struct {
+	no          seqno.Msg
+	first, last seqno.Seq
+}
+
+// msgState is the receiver's message-mode state kept by the Endpoint.
+type msgState struct {
+	pending []pendingDrop // at most maxPendingDrops, oldest first
+}
+
+// maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given
+// up within one RTT; beyond that the oldest is forgotten (the sender repeats its request when
+// the receiver reports the numbers missing).
+const maxPendingDrops = 16
+
+func (m *msgState) pend(p pendingDrop) {
+	for i, q := range m.pending {
+		if q.no == p.no {
+			m.pending[i] = p
+			return
+		}
+	}
+	if len(m.pending) == maxPendingDrops {
+		m.pending = append(m.pending[:0], m.pending[1:]...)
+	}
+	m.pending = append(m.pending, p)
+}
+
+// applyPending applies the pending drop requests whose last number is at or below top, the
+// largest number now known to be used by the sender.
+func (e *Endpoint) applyPending(top seqno.Seq) {
+	p := e.msgs.pending
+	k := 0
+	for _, d := range p {
+		if seqno.Offset(top, d.last) <= 0 {
+			e.applyDrop(d.no, d.first, d.last)
+			continue
+		}
+		if seqno.Offset(e.rcv.ReadSeq(), d.last) < 0 {
+			continue // the read point passed it: nothing left to drop
+		}
+		p[k] = d
+		k++
+	}
+	e.msgs.pending = p[:k]
 }
 
 // expireMessages gives up the messages whose TTL has passed at t before Release sends: the one
@@ -184,8 +261,24 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	if idle && e.inFlight() > 0 {
 		e.rtoBase, e.rtoCount = t, 0 // as packOne: the timer starts with the first packet in flight
 	}
-	e.sloss.RemoveRange(first, last)
+	if first != last {
+		e.sloss.RemoveRange(first, last.Dec()) // the last packet still goes, as a stub
+	}
 	e.sendMsgDrop(t, no, first, last)
+}
+
+// messageHeader writes data-header word 1 of packet seq (FF, O and the message's number, spec
+// §1.2) into b and returns the packet's length l. The last packet of a message given up goes as
+// a 1-byte stub marked as a middle packet (FF = 00), which no receiver (UDT 4.11's included)
+// delivers: a middle packet never completes a message by itself.
+func (e *Endpoint) messageHeader(b []byte, seq seqno.Seq, msg seqno.Msg, l int) int {
+	w := e.snd.Word1(seq, msg)
+	if e.snd.Stub(seq) {
+		be.PutUint32(b[4:], w&^(3<<30))
+		return headerSize + 1
+	}
+	be.PutUint32(b[4:], w)
+	return l
 }
 
 // sendMsgDrop sends a message drop request for message no, packets first..last.

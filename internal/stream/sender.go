@@ -112,10 +112,10 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		probe = seq&0xF == 0
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
-	if e.cfg.Messages {
-		be.PutUint32(b[4:], e.snd.Word1(seq, msg)) // FF, O and the message's number (spec §1.2)
-	}
 	l := headerSize + copy(b[headerSize:], payload)
+	if e.cfg.Messages {
+		l = e.messageHeader(b, seq, msg, l)
+	}
 	e.lastSend = t
 	e.stats.PktSent++
 	e.stats.BytesSent += uint64(len(payload))
