@@ -251,7 +251,11 @@ func (e *Endpoint) expireMessages(t time.Duration) {
 	}
 }
 
-// giveUp abandons the message holding packet s and sends the drop request for it.
+// giveUp abandons the message holding packet s and sends the drop request for it. The request
+// names only numbers already used (sent, or skipped by GiveUp): a receiver that trusts it, as UDT
+// 4.11 does (it moves its largest received number to Last), would otherwise acknowledge numbers
+// beyond the last one sent, ACKs this sender ignores. The stub that carries the last number
+// follows as an ordinary packet, which receivers discard.
 func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	idle := e.inFlight() == 0
 	no, first, last, ok := e.snd.GiveUp(s)
@@ -264,7 +268,12 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	if first != last {
 		e.sloss.RemoveRange(first, last.Dec()) // the last packet still goes, as a stub
 	}
-	e.sendMsgDrop(t, no, first, last)
+	if used := e.sndCurrSeq(); seqno.Offset(used, last) > 0 {
+		last = used
+	}
+	if seqno.Offset(first, last) >= 0 {
+		e.sendMsgDrop(t, no, first, last)
+	}
 }
 
 // messageHeader writes data-header word 1 of packet seq (FF, O and the message's number, spec
