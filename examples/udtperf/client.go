@@ -16,6 +16,9 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopProfile()
+	if o.msg.size > 0 {
+		return runMessageClient(o, stdout) // message.go
+	}
 	h := &hello{Proto: o.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
 	var src io.Reader
 	if o.reverse {

@@ -31,6 +31,7 @@ type transportFlags struct {
 	mss       int
 	handshake time.Duration
 	idle      time.Duration
+	message   bool // udt message mode (Config.MessageMode): server -message, client and self -message SIZE
 }
 
 func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
@@ -114,6 +115,7 @@ type selfOptions struct {
 	out    outputFlags
 	tr     transportFlags
 	limit  limitFlags
+	msg    msgFlags
 	protos []string
 	pacers []string
 }
@@ -138,6 +140,7 @@ type clientOptions struct {
 	proto   string
 	reverse bool
 	file    string
+	msg     msgFlags
 }
 
 // newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
@@ -186,8 +189,12 @@ func parseSelf(args []string, stderr io.Writer) (*selfOptions, error) {
 	o.tr.register(fs, "udt pacer backends to measure, comma-separated")
 	o.limit.register(fs, selfDefaultTime, " per row")
 	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to measure, comma-separated: udt, tcp, quic")
+	o.msg.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	if err := o.msg.validate(); err != nil {
+		return nil, usageError{err}
 	}
 	o.pacers = splitList(o.tr.pacer)
 	o.protos = splitList(*protos)
@@ -213,6 +220,7 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	fs.StringVar(&o.dir, "dir", "", "store files sent with -file in this directory (file uploads are refused without it)")
 	fs.BoolVar(&o.force, "force", false, "overwrite existing files in -dir")
 	fs.BoolVar(&o.once, "once", false, "exit after the first transfer")
+	fs.BoolVar(&o.tr.message, "message", false, "serve udt in message mode (Config.MessageMode) for clients with -message: stream clients are refused")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -245,8 +253,15 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
 	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
 	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")
+	o.msg.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	if err := o.msg.validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if o.msg.size > 0 && (o.proto != "udt" || o.reverse || o.file != "") {
+		return nil, usageError{errors.New("-message needs -proto udt, without -reverse or -file")}
 	}
 	if o.connect == "" {
 		return nil, usageError{errors.New("client needs -connect HOST:PORT")}

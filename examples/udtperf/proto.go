@@ -113,6 +113,7 @@ func udtConfig(tr *transportFlags) *conn.Config {
 		Congestion:       tr.ccFactory,
 		HandshakeTimeout: tr.handshake,
 		IdleTimeout:      tr.idle,
+		MessageMode:      tr.message,
 	}
 }
 

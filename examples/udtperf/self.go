@@ -60,6 +60,7 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v); receivers run in child processes\n",
 		len(specs), what, o.tr.cc, o.tr.strict)
 	var rows []Row
+	var msgs []MessageRow // -message: a message-mode row after each udt row (message.go)
 	failed := 0
 	for _, sp := range specs {
 		row, err := selfRow(exe, o, sp, stdout, stderr)
@@ -71,13 +72,28 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 			failed++
 		}
 		rows = append(rows, row)
+		if o.msg.size > 0 && sp.proto == "udt" {
+			m, ok := selfMessages(exe, o, sp.backend, &row, stderr)
+			if !ok {
+				failed++
+			}
+			msgs = append(msgs, m)
+		}
 	}
 	if o.out.json {
-		if err := writeJSON(stdout, rows); err != nil {
+		write := func() error { return writeJSON(stdout, rows) }
+		if o.msg.size > 0 {
+			write = func() error { return writeMessagesJSON(stdout, rows, msgs) }
+		}
+		if err := write(); err != nil {
 			return err
 		}
 	} else {
 		writeTable(stdout, rows)
+		if len(msgs) > 0 {
+			fmt.Fprintln(stdout)
+			writeMessageTable(stdout, msgs)
+		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d self-mode transfers failed", failed, len(rows))

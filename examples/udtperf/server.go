@@ -266,6 +266,9 @@ func (s *server) logf(format string, args ...any) {
 
 // handle serves one client: hello, welcome, transfer, report.
 func (s *server) handle(c transportConn, proto string) error {
+	if proto == "udt" && s.o.tr.message {
+		return s.handleMessages(c) // message.go
+	}
 	defer c.Close()
 	peer := c.RemoteAddr().String()
 	sess := newSession(c, proto, &s.o.tr)

@@ -240,9 +240,10 @@ func (e *Endpoint) Write(p []byte) int {
 	return n
 }
 
-// CanWrite reports whether Write would accept at least one byte, or the connection stopped sending
-// (so that a blocked writer wakes up and sees Err or PeerClosed).
-func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() > 0 }
+// CanWrite reports whether Write would accept at least one byte (in message mode: whether the
+// message WriteMessage last refused would fit now), or the connection stopped sending (so that a
+// blocked writer wakes up and sees Err or PeerClosed).
+func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() >= max(e.msgs.want, 1) }
 
 // Flushed reports whether everything written has been acknowledged by the peer.
 func (e *Endpoint) Flushed() bool { return e.snd.Buffered() == 0 }

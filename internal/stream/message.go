@@ -71,9 +71,12 @@ func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOr
 		deadline = int64(e.since(now) + ttl)
 	}
 	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
+	e.msgs.want = 0
 	if ok {
 		e.stats.BytesWritten += uint64(len(p))
 		e.stats.Messages.Written++
+	} else if err == nil {
+		e.msgs.want = e.snd.MessagePackets(len(p)) * e.payloadSize // CanWrite waits for that room
 	}
 	return ok, err
 }
@@ -188,6 +191,7 @@ type pendingDrop struct {
 // msgState is the receiver's message-mode state kept by the Endpoint.
 type msgState struct {
 	pending []pendingDrop // at most maxPendingDrops, oldest first
+	want    int           // bytes of send-buffer room the last refused message needs (CanWrite)
 }
 
 // maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given
