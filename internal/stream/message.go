@@ -18,17 +18,23 @@ import (
 // message drop request (control type 7) naming the message's number and sequence numbers. UDT
 // 4.11 checks the TTL only when a packet is about to be retransmitted (spec §4.3), so a message
 // stuck behind a full window still goes out long after its TTL; here the check is made before
-// every transmission, the first included, so a stale message is never sent at all (its unsent
-// packets take their sequence numbers without leaving, as the reference's skip does). The request
-// is repeated whenever the receiver reports one of the message's packets missing again, or the
-// retransmission timer re-queues it. The drop request carries the true last sequence number with
-// the Inclusive flag (package packet), where the reference sends one past it (spec §2.6).
+// every transmission, the first included, so a stale message is not sent. Its unsent packets take
+// their sequence numbers without leaving (the reference's skip does the same, spec §4.3), except
+// the last, which goes as a 1-byte stub no receiver delivers (FF = 00), so that the receiver sees
+// the numbers were used. The request names only numbers already used, is repeated whenever the
+// receiver reports one of the message's packets missing again or the retransmission timer
+// re-queues it, and carries the true last sequence number with the Inclusive flag (package
+// packet), where the reference sends one past it (spec §2.6).
 //
 // Receiver: ReadMessage returns exactly one whole message (package buffer: in order, or earlier
 // when O = 0), or says how large the next one is when the caller's buffer is too small (the
 // message stays queued; UDT 4.11 truncates it and drops the rest). A drop request gives up the
 // named packets: held ones are freed, missing ones leave the loss list and count as received for
-// the ACK number, and the largest received sequence number moves past them (spec §2.6 step 3).
+// the ACK number, and the largest received sequence number moves past them (spec §2.6 step 3) —
+// but numbers beyond the largest received one only once a packet at or past the request's end
+// arrives (a forged request naming the future would otherwise acknowledge what was never sent).
+// Limitation: UDT 4.11 never sends the packets it skips, so a message it gives up at the very end
+// of what it sends is acknowledged here only when more data follows.
 
 // ErrMessageTooLarge: the message needs more packets than the send buffer holds or than the
 // peer's flow window from the handshake (its receive buffer could never hold it whole) (UDT error
