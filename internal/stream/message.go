@@ -254,7 +254,7 @@ func (e *Endpoint) expireMessages(t time.Duration) {
 			e.giveUp(t, s)
 			continue
 		}
-		if !e.snd.NextExpired(now) || e.inFlight() >= e.window() {
+		if !e.snd.NextExpired(now) || !e.sendable() { // the loss list is empty: room for new data
 			return
 		}
 		e.giveUp(t, e.snd.NextSeq())
@@ -268,9 +268,21 @@ func (e *Endpoint) expireMessages(t time.Duration) {
 // follows as an ordinary packet, which receivers discard.
 func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	idle := e.inFlight() == 0
+	next := e.snd.NextSeq()
 	no, first, last, ok := e.snd.GiveUp(s)
 	if !ok {
 		return
+	}
+	if next != e.snd.NextSeq() {
+		for q := next; q != e.snd.NextSeq(); q = q.Inc() {
+			e.dlv.skip(q)
+		}
+		// Data given up unsent is data the application no longer offers: until what is in flight
+		// now is delivered, rate samples may understate the path (application-limited,
+		// draft-cheng-iccrg-delivery-rate-estimation §3.4). Without this a delivery-based
+		// controller spirals down under heavy loss: fewer bytes delivered, a lower rate, more
+		// messages expiring before they leave, still fewer bytes delivered.
+		e.dlv.markAppLimited()
 	}
 	if idle && e.inFlight() > 0 {
 		e.rtoBase, e.rtoCount = t, 0 // as packOne: the timer starts with the first packet in flight
@@ -283,6 +295,17 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	}
 	if seqno.Offset(first, last) >= 0 {
 		e.sendMsgDrop(t, no, first, last)
+	}
+}
+
+// skip records packet seq, which the sender skipped (GiveUp: never sent), as delivered already,
+// so that delivery accounting keeps its order and the packet is neither in flight, nor lost, nor
+// counted in any rate sample.
+func (d *deliveryTracker) skip(seq seqno.Seq) {
+	if k := seqno.Offset(d.base, seq); k == d.n && d.n < d.limit {
+		d.grow()
+		d.n++
+		*d.at(k) = pktRecord{flags: pktDelivered}
 	}
 }
 

@@ -5,15 +5,22 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/udtgo/udt/congestion"
 )
 
-// newMsgPair wires two message-mode endpoints (0 sends, 1 receives) through l.
-func newMsgPair(l *link, sendBuf, recvBuf int) {
+// newMsgPair wires two message-mode endpoints (0 sends, 1 receives) through l, with fixed-rate
+// controllers unless cc makes them.
+func newMsgPair(l *link, sendBuf, recvBuf int, cc ...congestion.Factory) {
 	mk := func(i int, local, peer, isn, peerISN uint32) *Endpoint {
+		var ctl congestion.Controller = &fixedCC{period: 20 * time.Microsecond}
+		if len(cc) > 0 {
+			ctl = cc[0]()
+		}
 		return New(Config{
 			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
 			SendBuffer: sendBuf, RecvBuffer: recvBuf,
-			Controller: &fixedCC{period: 20 * time.Microsecond}, Start: l.now, Output: l.output(i),
+			Controller: ctl, Start: l.now, Output: l.output(i),
 		}, l.now)
 	}
 	l.ep[0] = mk(0, 0x1111, 0x2222, 1<<31-300, 77)
@@ -200,9 +207,16 @@ func TestMessagesOutOfOrderDelivery(t *testing.T) {
 // Under heavy loss, messages whose TTL passes are given up on both sides (drop requests), the
 // connection keeps moving, and every message written once the loss stops arrives.
 func TestMessagesTTLExpiry(t *testing.T) {
+	t.Run("fixed", func(t *testing.T) { ttlExpiry(t) })
+	// A delivery-based controller: the packets a given-up message skips must not look lost or
+	// delivered to its rate samples (they were never sent).
+	t.Run("bbr", func(t *testing.T) { ttlExpiry(t, congestion.BBRFactory()) })
+}
+
+func ttlExpiry(t *testing.T, cc ...congestion.Factory) {
 	heavy := linkRules{delay: 10 * time.Millisecond, loss: 0.3}
 	l := newLink(7, heavy, linkRules{delay: 10 * time.Millisecond})
-	newMsgPair(l, 0, 0)
+	newMsgPair(l, 0, 0, cc...)
 	specs := randomSpecs(11, 300, 8, 10*time.Millisecond)
 	for i := range specs {
 		if i < 200 {
@@ -224,8 +238,10 @@ func TestMessagesTTLExpiry(t *testing.T) {
 		return l.ep[0].Flushed()
 	})
 	if !ok {
-		t.Fatalf("%d of %d delivered; sender %+v receiver %+v", a.delivered, len(specs),
-			l.ep[0].Stats().Messages, l.ep[1].Stats().Messages)
+		e := l.ep[0]
+		t.Fatalf("%d of %d delivered; sender %+v receiver %+v; sender period %v cwnd %d inflight %d dlv %d/%d sloss %d unsent %d flow %d",
+			a.delivered, len(specs), e.Stats().Messages, l.ep[1].Stats().Messages, e.period, e.cwnd,
+			e.inFlight(), e.dlv.inflightPkts, e.dlv.n, e.sloss.Len(), e.snd.Unsent(), e.flowWindow)
 	}
 	s, r := l.ep[0].Stats().Messages, l.ep[1].Stats().Messages
 	if s.Expired == 0 || s.DropReqSent < s.Expired || r.DropReqRecv == 0 {
