@@ -124,7 +124,7 @@ func TestInteropRendezvous(t *testing.T) {
 				if cfg.MessageMode {
 					got := peerMessages(lines)
 					if len(got) != count {
-						t.Fatalf("udt4peer received %d messages, want %d", len(got), count)
+						t.Fatalf("udt4peer received %d messages, want %d; our stats %+v", len(got), count, c.Stats())
 					}
 					for i, m := range msgs { // all in order here: nothing is lost on loopback
 						if got[i] != msgKey(m) {

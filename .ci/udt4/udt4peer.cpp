@@ -89,7 +89,12 @@ static void receive(UDTSOCKET u, bool dgram, int maxsize) {
    long long total = 0;
    for (;;) {
       int n = dgram ? UDT::recvmsg(u, &buf[0], (int)buf.size()) : UDT::recv(u, &buf[0], (int)buf.size(), 0);
-      if (n == UDT::ERROR) break;  // the peer closed (or the connection broke)
+      if (n == UDT::ERROR && dgram) {
+         // A recvmsg blocked when the peer's Shutdown arrives fails even with messages left
+         // (core.cpp: the wait loop stops on m_bBroken before it reads); a new call reads them.
+         n = UDT::recvmsg(u, &buf[0], (int)buf.size());
+      }
+      if (n == UDT::ERROR) break;  // the peer closed (or the connection broke) and nothing is left
       if (dgram) {
          printf("msg %d %016llx\n", n, (unsigned long long)fnv(&buf[0], n));
       } else {

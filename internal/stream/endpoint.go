@@ -251,8 +251,13 @@ func (e *Endpoint) Write(p []byte) int {
 // blocked writer wakes up and sees Err or PeerClosed).
 func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() >= max(e.msgs.want, 1) }
 
-// Flushed reports whether everything written has been acknowledged by the peer.
-func (e *Endpoint) Flushed() bool { return e.snd.Buffered() == 0 }
+// Flushed reports whether everything written has been acknowledged by the peer, by a full or
+// medium ACK: a light ACK frees the send buffer here, but a UDT4 receiver makes data readable
+// only when it sends a full or medium ACK (CRcvBuffer::ackData in core.cpp's sendCtrl), so data
+// acknowledged only by a light ACK would be lost if Close's Shutdown followed at once.
+func (e *Endpoint) Flushed() bool {
+	return e.snd.Buffered() == 0 && e.sndLastDataAck == e.snd.NextSeq()
+}
 
 // Read copies in-order received bytes into p. It returns (0, nil) when nothing is available yet
 // (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read,
