@@ -23,3 +23,16 @@ type Waiter interface {
 	// and further ones coalesce. It is safe from any goroutine and never blocks.
 	Wake()
 }
+
+// TolerantWaiter is a Waiter that can spend less CPU on a wait whose end may lie up to a
+// tolerance either side of its deadline: the Pacer calls WaitTolerant instead of Wait when its
+// Config.Tolerance is positive and its Waiter implements it. Hybrid does; the other backends never
+// spin, so a tolerance has nothing to save in them and they keep Wait alone.
+type TolerantWaiter interface {
+	Waiter
+
+	// WaitTolerant is Wait with a tolerance tol ≥ 0: it never returns before deadline − tol
+	// unless woken, aims to return by deadline + tol, and spends CPU (spins) only for the part of
+	// its wake-up tail that tol does not absorb. WaitTolerant(d, 0) is Wait(d).
+	WaitTolerant(deadline time.Time, tol time.Duration) (woken bool)
+}
