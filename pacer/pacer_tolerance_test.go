@@ -115,8 +115,8 @@ func TestPacerToleranceExactFlow(t *testing.T) {
 	}
 }
 
-// tolClock is the manual clock as a TolerantWaiter: WaitTolerant returns at the earliest time
-// it may, deadline − tol, and records what it was asked.
+// tolClock is the manual clock as a TolerantWaiter: WaitTolerant returns as late as it may,
+// deadline + tol, and records what it was asked.
 type tolClock struct {
 	*pacertest.Clock
 	mu    sync.Mutex
@@ -127,7 +127,7 @@ func (c *tolClock) WaitTolerant(deadline time.Time, tol time.Duration) bool {
 	c.mu.Lock()
 	c.asked = append(c.asked, tol)
 	c.mu.Unlock()
-	return c.Clock.Wait(deadline.Add(-tol))
+	return c.Clock.Wait(deadline.Add(tol))
 }
 
 func (c *tolClock) Wait(deadline time.Time) bool {
@@ -140,22 +140,28 @@ func (c *tolClock) Wait(deadline time.Time) bool {
 }
 
 // TestPacerTolerantWaiter: the pacer hands its tolerance to a TolerantWaiter, which may end the
-// wait up to the tolerance early; the flow's Scheduler then lets its slot out early, never more
-// than the tolerance. An exact pacer calls Wait.
+// wait up to the tolerance late; the flow's Scheduler then lets out its late slot and every slot
+// due within the tolerance after now. An exact pacer calls Wait.
 func TestPacerTolerantWaiter(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, tol := range []time.Duration{pacer.Exact, 30 * us} {
 		clk := &tolClock{Clock: newPacerClock()}
 		start := clk.Now()
 		p := pacer.New(clk, pacer.Config{Now: clk.Now, Tolerance: tol})
-		f := newFlowTolerant(100*us, 5, tol)
+		f := newFlowTolerant(20*us, 10, tol)
 		p.Add(f).Schedule(start)
 		driveClock(t, clk.Clock, 20)
 		p.Close()
-		want := max(tol, 0)
+		// Exact: every 20 µs. With 30 µs: the first release takes the slots within 30 µs (0, 20);
+		// then a wake 30 µs late at slot k takes k (late) and the slots up to 30 µs after now:
+		// 40 60 80 100 at 70, 120 140 160 180 at 150.
+		want := []time.Duration{0, 20, 40, 60, 80, 100, 120, 140, 160, 180}
+		if tol > 0 {
+			want = []time.Duration{0, 0, 70, 70, 70, 70, 150, 150, 150, 150}
+		}
 		for k, d := range f.times() {
-			if e := d.Sub(start.Add(time.Duration(k) * 100 * us)); e != -want && k > 0 {
-				t.Fatalf("tolerance %v: packet %d left %v from its slot, want −%v", tol, k, e, want)
+			if d.Sub(start) != want[k]*us {
+				t.Fatalf("tolerance %v: packet %d left at +%v, want +%v", tol, k, d.Sub(start), want[k]*us)
 			}
 		}
 		clk.mu.Lock()
@@ -164,8 +170,8 @@ func TestPacerTolerantWaiter(t *testing.T) {
 				t.Fatalf("tolerance %v: waiter asked %v", tol, clk.asked)
 			}
 		}
-		if len(clk.asked) != 4 {
-			t.Fatalf("tolerance %v: %d timed waits, want 4", tol, len(clk.asked))
+		if n := len(clk.asked); tol < 0 && n != 9 || tol > 0 && n != 2 {
+			t.Fatalf("tolerance %v: %d timed waits", tol, n)
 		}
 		clk.mu.Unlock()
 	}

@@ -17,10 +17,10 @@ import (
 // sample is capped at half of it), so it comes back down after a burst of load even when the waits
 // are short; a sleep that then wakes late raises it again.
 //
-// WaitTolerant trades that spin for a tolerance: a wait that may end up to tol either side of its
-// deadline needs a margin of only p99 − tol (none once the tail fits in the tolerance: then it is
-// a pure OS sleep), and it spins, if at all, only until deadline − tol. Wait is WaitTolerant with
-// no tolerance.
+// WaitTolerant trades that spin for a tolerance: a wait that may end up to tol after its deadline
+// needs a margin of only p99 + 2 µs − tol, none once the tail fits in the tolerance (then it is a
+// pure OS sleep to the deadline, late by the wake-up's own lateness); the spin covers the rest of
+// the tail, up to the deadline. Wait is WaitTolerant with no tolerance.
 //
 // The OS sleep is, on Linux, a futex wait with an absolute CLOCK_MONOTONIC timeout on the calling
 // goroutine's own thread with PR_SET_TIMERSLACK = 1 ns (the default 50 µs slack would otherwise be
@@ -80,9 +80,9 @@ func (h *Hybrid) margin(tol time.Duration) time.Duration {
 // Wait implements Waiter.
 func (h *Hybrid) Wait(deadline time.Time) (woken bool) { return h.WaitTolerant(deadline, 0) }
 
-// WaitTolerant implements TolerantWaiter: it returns no earlier than deadline − tol unless woken,
-// and spins only for the part of its wake-up tail that tol does not absorb (see Hybrid). A
-// tolerance ≤ 0 is an exact Wait.
+// WaitTolerant implements TolerantWaiter: it returns no earlier than deadline unless woken, and
+// spins only for the part of its wake-up tail that tol does not absorb (see Hybrid). A tolerance
+// ≤ 0 is an exact Wait.
 func (h *Hybrid) WaitTolerant(deadline time.Time, tol time.Duration) (woken bool) {
 	if deadline.IsZero() {
 		return h.wake.block(nil)
@@ -106,7 +106,7 @@ func (h *Hybrid) WaitTolerant(deadline time.Time, tol time.Duration) (woken bool
 			h.learnt = wakeAt
 		}
 	}
-	return spinUntil(&h.wake, deadline.Add(-tol))
+	return spinUntil(&h.wake, deadline)
 }
 
 // Wake implements Waiter.
