@@ -78,13 +78,13 @@ func TestSchedulerToleranceTimeline(t *testing.T) {
 		{at: 4 * us, want: 10, n: 0, next: 30 * us}, // 30 is 26 µs away: not yet
 		{at: 5 * us, want: 10, n: 1, next: 40 * us}, // 30 is 25 µs away: leaves 25 µs early
 		{at: 5 * us, want: 10, n: 0, next: 40 * us},
-		// Late after idle: the credit (burst 8) is counted back from now + 25 µs, re-anchoring
-		// the grid at 125 − 70 = 55 µs; slots 55 … 125 leave.
-		{at: 100 * us, want: 20, n: 8, next: 135 * us},
-		{at: 100 * us, want: 20, n: 0, next: 135 * us},
-		{at: 105 * us, want: 1, n: 0, next: 135 * us},
-		{at: 110 * us, want: 1, n: 1, next: 145 * us},
-		{at: 140 * us, want: 20, n: 3, next: 175 * us}, // 145, 155, 165
+		// Late: the credit (burst 8: 70 µs) is counted back from now, so slots 40 … 110 are
+		// due late (the burst caps this call), then 120 early; 130 is 30 µs off.
+		{at: 100 * us, want: 20, n: 8, next: 120 * us},
+		{at: 100 * us, want: 20, n: 1, next: 130 * us},
+		{at: 100 * us, want: 20, n: 0, next: 130 * us},
+		{at: 105 * us, want: 1, n: 1, next: 140 * us},
+		{at: 140 * us, want: 20, n: 3, next: 170 * us}, // 140, 150, 160
 	})
 }
 
@@ -98,6 +98,14 @@ func TestSchedulerToleranceStrict(t *testing.T) {
 		{at: 6 * us, want: 5, n: 1, next: 20 * us},  // 4 µs early: the grid holds
 		{at: 16 * us, want: 5, n: 1, next: 30 * us}, // early again: still 10 µs apart
 		{at: 45 * us, want: 5, n: 1, next: 55 * us}, // 15 µs late: not made up
+	})
+	// After idle, a credit of 8 counted back from now: slots 1000 − 70 … 1000 and those due
+	// within 25 µs.
+	s = pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 8, Tolerance: 25 * us})
+	runTimeline(t, s, []schedStep{
+		{at: 0, want: 1, n: 1, next: 10 * us},
+		{at: 1000 * us, want: 100, n: 8, next: 1010 * us},
+		{at: 1000 * us, want: 100, n: 2, next: 1030 * us},
 	})
 	// Over many early releases the strict rate stays at most one per interval.
 	s = pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Strict: true, Tolerance: 9 * us})

@@ -48,8 +48,10 @@ type SchedulerConfig struct {
 // Strict mode has no catch-up (see SchedulerConfig.Strict).
 //
 // With a tolerance, a packet may leave up to Tolerance before its slot; the slots themselves do
-// not move, so the long-run rate is unchanged. In strict mode a packet let out early counts as
-// leaving at its slot, so early departures never shorten the interval.
+// not move, so the long-run rate is unchanged, and a Release after a stall sends up to Burst of
+// late slots plus those due within the tolerance (over as many calls as Burst needs). In strict
+// mode a packet let out early counts as leaving at its slot, so early departures never shorten
+// the interval.
 //
 // A Scheduler is not safe for concurrent use; the owner of the flow (the pacer goroutine
 // calling Flow.Release) drives it. The zero value is ready to use: unlimited, the default burst,
@@ -223,7 +225,7 @@ func (s *Scheduler) Release(now time.Time, want int) (n int) {
 		s.advance(1)
 		return 1
 	}
-	s.bound(h)
+	s.bound(t)
 	for n < limit && s.next <= h && s.next != never {
 		s.prev = s.next
 		s.advance(1)
@@ -255,7 +257,7 @@ func (s *Scheduler) Force(now time.Time, n int) {
 		s.prev, s.next = t, t
 		s.advance(1)
 	default:
-		s.bound(addSat(t, s.horizon()))
+		s.bound(t)
 		s.advance(uint64(n) - 1)
 		s.prev = s.next
 		s.advance(1)
@@ -281,9 +283,9 @@ func (s *Scheduler) ns(now time.Time) int64 {
 	return int64(now.Sub(s.epoch)) // Sub saturates at ±292 years
 }
 
-// bound caps catch-up credit to the burst: no slot before h − ⌊(burst−1)·interval⌋ stays due,
-// h being now + tolerance.
-func (s *Scheduler) bound(h int64) {
+// bound caps catch-up credit to the burst: no slot before t − ⌊(burst−1)·interval⌋ stays due.
+// The credit bounds how late a packet may leave; the tolerance, how early: they add up.
+func (s *Scheduler) bound(t int64) {
 	if !s.creditOK {
 		n := uint64(s.Burst() - 1)
 		hi, lo := bits.Mul64(n, s.r)
@@ -291,7 +293,7 @@ func (s *Scheduler) bound(h int64) {
 		s.credit = addSat(mulSat(int64(n), s.q), int64(min(frac, math.MaxInt64)))
 		s.creditOK = true
 	}
-	if floor := subSat(h, s.credit); s.next < floor {
+	if floor := subSat(t, s.credit); s.next < floor {
 		s.next, s.rem = floor, 0
 	}
 }

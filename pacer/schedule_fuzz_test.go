@@ -148,14 +148,9 @@ func FuzzScheduler(f *testing.F) {
 				segStart, segCount = cur, 0
 			}
 			segCount += int64(n)
-			// count ≤ ⌊(now − first + 1 ns)/period⌋ + burst + 1 (strict: ⌊(now − first + 1 ns +
-			// tolerance)/period⌋ + 1); the 1 ns is the rounding of departures to whole nanoseconds.
-			// In catch-up mode the tolerance moves the first and the last slot alike, and the
-			// burst is the largest over the stretch (the default follows the rate).
-			span := cur - segStart + 1
-			if strict {
-				span += tol
-			}
+			// count ≤ ⌊(now − first + 1 ns + tolerance)/period⌋ + burst + 1 (strict: + 1); the
+			// 1 ns is the rounding of departures to whole nanoseconds.
+			span := cur - segStart + 1 + tol
 			allowed := new(big.Rat).SetInt64(span)
 			allowed.Quo(allowed, period)
 			lim := new(big.Int).Quo(allowed.Num(), allowed.Denom())
