@@ -281,6 +281,9 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	bar.Finish()
 	closeWaiter(w)
 	conn.Close()
+	if m, ok := w.(interface{ Margin() time.Duration }); ok {
+		fmt.Fprintf(c.stderr, "pacerbench: %s exact spin margin after the run: %v (less the tolerance when tolerant)\n", name, m.Margin())
+	}
 	got, rcpu, err := recv.stop()
 	if err != nil {
 		return row, err
