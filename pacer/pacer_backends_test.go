@@ -92,24 +92,38 @@ func realBackend(t *testing.T, name string, tol time.Duration) {
 
 // BenchmarkPacerBackend runs one flow at 50 000 packets/s (20 µs apart; 589 Mbit/s of
 // 1472-byte packets) on a pacer over each backend in real time, in catch-up mode (burst 64) and
-// strict mode, and reports the achieved fraction of the rate, the pacer's lateness p50/p99
-// (µs), packets per wake and process CPU per packet. Strict gotimer shows the coarse-timer
-// ceiling: ~1000 packets/s whatever the rate.
+// strict mode, exact and with the default tolerance, and reports the achieved fraction of the
+// rate, the pacer's lateness p50/p99 (µs), packets per wake and process CPU per packet. Strict
+// exact gotimer shows the coarse-timer ceiling: ~1000 packets/s whatever the rate.
 func BenchmarkPacerBackend(b *testing.B) {
 	const interval = 20 * time.Microsecond
 	for _, name := range pacer.WaiterNames() {
 		for _, strict := range []bool{false, true} {
-			mode := "catch-up"
-			if strict {
-				mode = "strict"
+			for _, tol := range []time.Duration{pacer.Exact, 0} {
+				benchBackend(b, name, strict, tol, interval)
 			}
-			b.Run(name+"/"+mode, func(b *testing.B) {
+		}
+	}
+}
+
+func benchBackend(b *testing.B, name string, strict bool, tol, interval time.Duration) {
+	mode := "catch-up"
+	if strict {
+		mode = "strict"
+	}
+	tolName := "exact"
+	if tol >= 0 {
+		tolName = "default"
+	}
+	{
+		{
+			b.Run(name+"/"+mode+"/"+tolName, func(b *testing.B) {
 				w := newPacerBackend(b, name)
-				p := pacer.New(w, pacer.Config{Burst: 64})
+				p := pacer.New(w, pacer.Config{Burst: 64, Tolerance: tol})
 				defer p.Close()
 				var budget atomic.Int64
 				budget.Store(int64(b.N))
-				s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval, Burst: 64, Strict: strict})
+				s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval, Burst: 64, Strict: strict, Tolerance: tol})
 				done := make(chan struct{})
 				h := p.Add(&benchFlow{s: s, budget: &budget, done: done})
 				b.ResetTimer()
