@@ -32,8 +32,9 @@ type rateConfig struct {
 
 // rateRow is one JSON object of rate mode: one backend pacing a UDP sender at target_mbps with
 // tolerance_us. Errors are |departure − slot| in µs, the slot being the packet's place on the
-// evenly spaced schedule (the Scheduler's grid; strict mode: one interval after the previous
-// departure).
+// evenly spaced schedule (the Scheduler's grid, re-anchored only after a stall beyond the
+// catch-up credit, whose first packet counts its lateness against the old grid; strict mode:
+// one interval after the previous departure).
 type rateRow struct {
 	Mode           string  `json:"mode"`
 	Backend        string  `json:"backend"`
@@ -115,19 +116,18 @@ func parseTolerances(list string) ([]time.Duration, error) {
 // rateFlow is the sender: one pacer flow whose departures a pacer.Scheduler decides, each
 // Release sent as one batch (one GSO send where the kernel has it), as conn does.
 type rateFlow struct {
-	sched  *pacer.Scheduler
-	strict bool
-	bc     *udpio.Conn
-	to     netip.AddrPort
-	bufs   [][]byte      // pacer.MaxBurst datagrams back to back in one array
-	dur    time.Duration // the sending time, from the first Release
-	end    time.Time     // set by the first Release
-	maxN   int
-	sent   int
-	first  time.Time // time of the first departure
-	last   time.Time // time of the last departure
-	errs   []float32 // ns: departure − slot, per packet
-	done   func()
+	sched *pacer.Scheduler
+	bc    *udpio.Conn
+	to    netip.AddrPort
+	bufs  [][]byte      // pacer.MaxBurst datagrams back to back in one array
+	dur   time.Duration // the sending time, from the first Release
+	end   time.Time     // set by the first Release
+	maxN  int
+	sent  int
+	first time.Time // time of the first departure
+	last  time.Time // time of the last departure
+	errs  []float32 // ns: departure − slot, per packet
+	done  func()
 }
 
 // Release implements pacer.Flow.
@@ -145,14 +145,17 @@ func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
 	}
 	n := 0
 	for n < max { // one at a time, to know each packet's slot (the connection does the same)
+		// The packet's slot is Next before the Release: its place on the grid (strict: one
+		// interval after the previous departure). After a stall longer than the catch-up credit
+		// the Release re-anchors the grid and this packet counts its whole lateness against the
+		// old one; the packets after it are measured against the new grid (the dropped slots
+		// show as a lower achieved rate).
 		slot := f.sched.Next()
+		if slot.IsZero() { // the first packet
+			slot = now
+		}
 		if f.sched.Release(now, 1) == 0 {
 			break
-		}
-		if !f.strict || slot.IsZero() {
-			// Catch-up: the slot just taken is one interval before the next (exact to 1 ns;
-			// Release may have re-anchored the grid after a stall, which Next before it missed).
-			slot = f.sched.Next().Add(-f.sched.Interval())
 		}
 		if len(f.errs) < cap(f.errs) {
 			f.errs = append(f.errs, float32(now.Sub(slot)))
@@ -265,7 +268,7 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	var wg sync.WaitGroup
 	wg.Add(1)
 	perSec := bps / (datagram * 8)
-	f := &rateFlow{sched: sched, strict: r.strict, bc: udpio.New(conn), bufs: bufs, dur: r.duration, maxN: c.n,
+	f := &rateFlow{sched: sched, bc: udpio.New(conn), bufs: bufs, dur: r.duration, maxN: c.n,
 		to:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(recv.port)),
 		errs: make([]float32, 0, min(int(perSec*r.duration.Seconds()*1.1)+1024, 1<<24)), done: sync.OnceFunc(wg.Done)}
 	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s %s", name, bps/1e6, tolName(us(tol))))
