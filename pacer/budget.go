@@ -10,15 +10,16 @@ import "time"
 // DefaultTolerance is the tolerance a zero Config.Tolerance or SchedulerConfig.Tolerance means:
 // a departure may leave up to 200 µs before or after its scheduled time.
 //
-// Why 200 µs: it is the knee of the frontier that pacerbench rate draws on Linux VMs (pacing CPU
-// against p99 departure error, README "Precision at a CPU budget"). A futex or timer wake-up is
-// about 5–50 µs late at the median with a tail into the 100s of µs, so with 200 µs the default
-// backend's p99 wake-up fits and it sleeps without spinning; at 100 Mbit/s (118 µs between
-// 1472-byte packets) two to four packets leave per wake instead of one; and the bursts stay a
-// fraction of a millisecond of the rate, well inside the 2 ms of credit the burst rule already
-// allows a late pacer (BurstTime), so a bottleneck sees no more queue than it does today. Linux's
-// fq qdisc applies the same idea with its timer_slack (10 µs by default), sized for bare-metal
-// hrtimers rather than a VM's wake-ups.
+// Why 200 µs (measured on the development VM, README "Precision at a CPU budget"): a futex wake-up
+// there is 5–40 µs late at the median and 20–95 µs at the p99 for sleeps of 20–800 µs on a quiet
+// host, so 200 µs covers the p99 of the millisecond sleeps of the lowest rates (10 Mbit/s of
+// 1472-byte packets: 1.18 ms apart) with room for a busier host, and the default backend sleeps
+// without spinning at every rate; a tolerance under that p99 leaves it spinning part of every
+// wait. At 100 Mbit/s (118 µs apart) two to four packets then leave per wake instead of one. A
+// burst is at most 200 µs of the rate early, well inside the 2 ms a late pacer may repay
+// (BurstTime), so a bottleneck sees no more queue than catch-up already puts on it. Linux's fq
+// qdisc applies the same idea with its timer_slack (10 µs by default), sized for a bare-metal
+// hrtimer rather than a VM's wake-ups.
 const DefaultTolerance = 200 * time.Microsecond
 
 // Exact is the Tolerance of exact pacing: every packet leaves at its scheduled time, never
