@@ -178,6 +178,9 @@ func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
 		return
 	}
 	e.stats.ACK2Recv++
+	if dbgRTT != nil {
+		dbgRTT("ack2", sample)
+	}
 	e.rttSample(sample)
 	if seqno.Offset(e.rcvLastAckAck, ack) > 0 {
 		e.rcvLastAckAck = ack
