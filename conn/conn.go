@@ -100,9 +100,10 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
-		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
+
+		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
