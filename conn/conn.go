@@ -102,9 +102,10 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
 		Messages:       cfg.MessageMode,
-		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
+
+		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
@@ -231,8 +232,9 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	return 0, next
 }
 
-// Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks until data arrives, the read deadline passes
-// (os.ErrDeadlineExceeded), the peer shuts down and all its data has been read (bare io.EOF),
+// Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks
+// until data arrives, the read deadline passes (os.ErrDeadlineExceeded), the peer shuts down and
+// all its data has been read (bare io.EOF),
 // the connection breaks (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed).
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
