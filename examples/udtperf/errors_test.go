@@ -96,7 +96,7 @@ func TestServerKilled(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1", code)
 			}
-			want := "nothing heard for 2s"
+			want := "nothing heard from the peer for 2s"
 			if proto == "tcp" {
 				want = "closed by the peer"
 			}

@@ -28,6 +28,7 @@ type transportFlags struct {
 	cc        string
 	ccFactory congestion.Factory
 	strict    bool
+	tcpCC     string // kernel TCP congestion control of a tcp sender; "" = the host's default
 	mss       int
 	handshake time.Duration
 	idle      time.Duration
@@ -37,6 +38,7 @@ func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
 	fs.StringVar(&t.cc, "cc", "udt", "udt congestion control: udt (native DAIMD), udt-lt (loss-tolerant) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
+	fs.StringVar(&t.tcpCC, "tcp-cc", "", "tcp sender's kernel congestion control, e.g. cubic or bbr (default: the host's, net.ipv4.tcp_congestion_control; Linux)")
 	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
 	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")
 	fs.DurationVar(&t.idle, "idle-timeout", 10*time.Second, "declare the peer dead after this long without a packet")
@@ -55,6 +57,11 @@ func (t *transportFlags) validate(pacers []string) error {
 	t.ccFactory = f
 	if t.mss < 76 || t.mss > 65535 {
 		return fmt.Errorf("-mss %d out of range [76, 65535]", t.mss)
+	}
+	if t.tcpCC != "" {
+		if err := checkTCPCongestion(t.tcpCC); err != nil {
+			return fmt.Errorf("bad -tcp-cc: %v", err)
+		}
 	}
 	if t.handshake <= 0 || t.idle <= 0 {
 		return errors.New("-handshake-timeout and -idle-timeout must be positive")
@@ -260,7 +267,7 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	if o.reverse {
 		var set []string // sender-side flags, which the server's own flags decide with -reverse
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "cc" || f.Name == "pacer" || f.Name == "strict" {
+			if f.Name == "cc" || f.Name == "pacer" || f.Name == "strict" || f.Name == "tcp-cc" {
 				set = append(set, "-"+f.Name)
 			}
 		})

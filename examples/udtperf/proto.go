@@ -71,7 +71,7 @@ func dialTransport(ctx context.Context, proto, addr string, tr *transportFlags) 
 		}
 		return &udtConn{c, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
-		d := net.Dialer{}
+		d := net.Dialer{Control: tcpSocketControl(tr.tcpCC)}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
@@ -93,7 +93,8 @@ func listenTransport(proto, addr string, tr *transportFlags) (transportListener,
 		}
 		return udtListener{l, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
-		l, err := net.Listen("tcp", addr)
+		lc := net.ListenConfig{Control: tcpSocketControl(tr.tcpCC)}
+		l, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
@@ -169,35 +170,23 @@ func (l udtListener) Accept(ctx context.Context) (transportConn, error) {
 func (l udtListener) Addr() net.Addr { return l.l.Addr() }
 func (l udtListener) Close() error   { return l.l.Close() }
 
-// tcpConn is a TCP connection whose reads and writes fail after the idle timeout without
-// progress, like udt's dead-peer detection.
+// tcpConn is a TCP connection whose peer is declared dead by the kernel after -idle-timeout
+// without an answer (setDeadPeerTimeout); reads honour only explicit deadlines. Where the kernel
+// cannot do that (writeIdle > 0), a write that makes no progress for writeIdle fails instead.
 type tcpConn struct {
 	*net.TCPConn
-	idle     time.Duration
-	deadline time.Time // explicit read deadline, zero if none
+	writeIdle time.Duration
 }
 
 func newTCPConn(c *net.TCPConn, idle time.Duration) *tcpConn {
-	return &tcpConn{TCPConn: c, idle: idle}
-}
-
-func (c *tcpConn) Read(p []byte) (int, error) {
-	d := time.Now().Add(c.idle)
-	if !c.deadline.IsZero() && c.deadline.Before(d) {
-		d = c.deadline
-	}
-	c.TCPConn.SetReadDeadline(d)
-	return c.TCPConn.Read(p)
+	return &tcpConn{TCPConn: c, writeIdle: setDeadPeerTimeout(c, idle)}
 }
 
 func (c *tcpConn) Write(p []byte) (int, error) {
-	c.TCPConn.SetWriteDeadline(time.Now().Add(c.idle))
+	if c.writeIdle > 0 {
+		c.TCPConn.SetWriteDeadline(time.Now().Add(c.writeIdle))
+	}
 	return c.TCPConn.Write(p)
-}
-
-func (c *tcpConn) SetReadDeadline(t time.Time) error {
-	c.deadline = t
-	return c.TCPConn.SetReadDeadline(t)
 }
 
 func (c *tcpConn) Backend() string { return "" }
@@ -236,7 +225,7 @@ func describeNetError(err error, proto, peer string, tr *transportFlags, dialing
 		return s
 	}
 	if timeout { // udt's dead-peer detection, tcp's idle deadline
-		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+		return fmt.Sprintf("connection to %s lost: nothing heard from the peer for %v (-idle-timeout: the peer was killed, or the path is down)", peer, tr.idle)
 	}
 	return fmt.Sprintf("%s connection to %s: %v", proto, peer, err)
 }

@@ -215,7 +215,7 @@ func quicErrorText(err error, proto, peer string, tr *transportFlags) string {
 	case errors.As(err, &hs):
 		return fmt.Sprintf("no %s server answers at %s (no handshake within %v)", proto, peer, tr.handshake)
 	case errors.As(err, &idle):
-		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+		return fmt.Sprintf("connection to %s lost: nothing heard from the peer for %v (-idle-timeout: the peer was killed, or the path is down)", peer, tr.idle)
 	case errors.As(err, &app) && app.Remote:
 		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
 	}

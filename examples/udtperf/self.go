@@ -64,7 +64,11 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	for _, sp := range specs {
 		row, err := selfRow(exe, o, sp, stdout, stderr)
 		if err != nil {
-			row = failedRow(sp.proto, sp.backend, o.tr.cc, o.tr.strict, err)
+			cc := o.tr.cc
+			if sp.proto == "tcp" {
+				cc = o.tr.tcpCC
+			}
+			row = failedRow(sp.proto, sp.backend, cc, o.tr.strict, err)
 			fmt.Fprintf(stderr, "udtperf: %s: %v\n", sp.label(), err)
 			failed++
 		} else if !row.SHA256OK {
@@ -93,7 +97,7 @@ func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Write
 		tr.pacer = sp.backend
 	}
 	cmd := exec.Command(exe, selfServerCmd, "-listen", "127.0.0.1:0", "-proto", sp.proto, "-pacer", tr.pacer,
-		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss),
+		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss), "-tcp-cc", tr.tcpCC,
 		"-handshake-timeout", tr.handshake.String(), "-idle-timeout", tr.idle.String())
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = stderr

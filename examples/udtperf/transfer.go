@@ -305,6 +305,9 @@ func (s *session) ownReport(sender bool, n int64, sum string, begin time.Time, c
 	if cpu1, ok := processCPU(); ok && cpuOK {
 		r.CPUNs = int64(cpu1 - cpu0)
 	}
+	if tc, ok := s.c.(*tcpConn); ok && sender {
+		r.CC = tcpCongestion(tc.TCPConn) // the kernel's algorithm this socket uses
+	}
 	if sender {
 		st := s.c.Stats(true)
 		r.Retrans, r.RTTms, r.PerWake = opt(st.retransPct()), opt(st.rttMs), opt(st.pktsPerWake)
