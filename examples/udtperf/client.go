@@ -16,7 +16,7 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer stopProfile()
-	h := &hello{Proto: o.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
+	h := &hello{Proto: o.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
 	var src io.Reader
 	if o.reverse {
 		h.Mode = modeReverse
@@ -28,7 +28,7 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 		}
 		defer f.Close()
 		src = f
-		*h = hello{Proto: o.proto, Mode: modeFile, Bytes: size, Name: filepath.Base(o.file)}
+		*h = hello{Proto: o.proto, Mode: modeFile, Bytes: size, Name: filepath.Base(o.file), Progress: true}
 	}
 	label := o.proto
 	if o.proto == "udt" {
@@ -106,6 +106,7 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 	if w.Error != "" {
 		return Row{}, fmt.Errorf("server refused: %s", w.Error)
 	}
+	s.progress = w.Progress && h.Progress
 	c.SetReadDeadline(time.Time{})
 	sender := h.Mode != modeReverse
 	mon := startMonitor(s, sender, out, stdout, stderr, label, prefix, h.Bytes, time.Duration(h.TimeNs))

@@ -58,7 +58,7 @@ func failedRow(proto, backend, cc string, strict bool, err error) Row {
 type Interval struct {
 	Start        float64  `json:"start"` // seconds since the data phase began
 	End          float64  `json:"end"`
-	Bytes        int64    `json:"bytes"` // sent (client sends) or received (client receives) in the interval
+	Bytes        int64    `json:"bytes"` // delivered to the receiving application in the interval (a sender learns it from the receiver's progress messages)
 	Mbps         float64  `json:"mbps"`
 	RTTms        *float64 `json:"rtt_ms"`
 	CwndPkts     *float64 `json:"cwnd_pkts"`      // udt, tcp

@@ -135,7 +135,7 @@ func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Write
 		werr := stopChild(0)
 		return Row{}, fmt.Errorf("receiver process did not start (%v)", werr)
 	}
-	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
+	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
 	row, err := clientTransfer(context.Background(), sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
 		sp.label(), sp.label()+" ")
 	grace := 15 * time.Second

@@ -293,7 +293,8 @@ func (s *server) handle(c transportConn, proto string) error {
 		}
 		out = f
 	}
-	if err := writeMsg(c, &welcome{}); err != nil {
+	sess.progress = h.Progress
+	if err := writeMsg(c, &welcome{Progress: h.Progress}); err != nil {
 		if out != nil {
 			out.Abort()
 		}
