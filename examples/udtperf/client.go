@@ -34,7 +34,9 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 	if o.proto == "udt" {
 		label += "/" + o.tr.pacer
 	}
-	row, err := clientTransfer(context.Background(), o.proto, o.connect, &o.tr, h, src, &o.out, stdout, stderr, label, "")
+	ctx, stop := interruptContext(stderr, "closing the connection")
+	defer stop()
+	row, err := clientTransfer(ctx, o.proto, o.connect, &o.tr, h, src, &o.out, stdout, stderr, label, "")
 	if err != nil {
 		return err
 	}
@@ -88,6 +90,9 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 	}
 	c, err := dialTransport(ctx, proto, addr, tr)
 	if err != nil {
+		if context.Cause(ctx) == errInterrupted {
+			return Row{}, interruptedError{fmt.Errorf("interrupted while connecting to %s", addr)}
+		}
 		if errors.Is(err, context.DeadlineExceeded) {
 			return Row{}, fmt.Errorf("no %s server answers at %s (no handshake within %v)", proto, addr, tr.handshake)
 		}
@@ -95,13 +100,26 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 	}
 	defer c.Close()
 	s := newSession(c, proto, tr)
+	// An interrupt aborts the connection: the peer learns at once, and the blocked reads and
+	// writes here fail.
+	defer context.AfterFunc(ctx, func() { c.Abort() })()
+	interrupted := func(err error) error {
+		if context.Cause(ctx) != errInterrupted {
+			return err
+		}
+		what := "delivered"
+		if h.Mode != modeReverse && !s.progress {
+			what = "sent" // no progress messages from the receiver
+		}
+		return interruptedError{fmt.Errorf("interrupted: the transfer did not complete (%d bytes %s)", s.deliveredSoFar(h.Mode != modeReverse), what)}
+	}
 	if err := writeHello(c, h); err != nil {
-		return Row{}, explain(err, "server", proto, addr, tr)
+		return Row{}, interrupted(explain(err, "server", proto, addr, tr))
 	}
 	c.SetReadDeadline(time.Now().Add(tr.handshake + tr.idle))
 	var w welcome
 	if err := readMsg(s.r, &w); err != nil {
-		return Row{}, explain(err, "server", proto, addr, tr)
+		return Row{}, interrupted(explain(err, "server", proto, addr, tr))
 	}
 	if w.Error != "" {
 		return Row{}, fmt.Errorf("server refused: %s", w.Error)
@@ -118,7 +136,7 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 	}
 	row.Intervals = mon.stop()
 	if err != nil {
-		return Row{}, explain(err, "server", proto, addr, tr)
+		return Row{}, interrupted(explain(err, "server", proto, addr, tr))
 	}
 	row.Direction = "client->server"
 	if !sender {

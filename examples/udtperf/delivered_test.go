@@ -90,6 +90,7 @@ func (e *memEnd) Close() error {
 	return nil
 }
 
+func (e *memEnd) Abort() error                      { return e.Close() }
 func (e *memEnd) SetReadDeadline(t time.Time) error { e.dl = t; return nil }
 func (e *memEnd) RemoteAddr() net.Addr              { return &net.UDPAddr{} }
 func (e *memEnd) Stats(bool) linkStats              { return unknownStats() }

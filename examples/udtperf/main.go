@@ -13,7 +13,10 @@
 //
 // Output: per-interval lines (-interval), a table of results, or with -json one JSON document
 // {"results": [...]} on stdout; progress and errors go to stderr. Errors print one line
-// "udtperf: ..." and exit with status 1 (2 for bad flags).
+// "udtperf: ..." and exit with status 1 (2 for bad flags, 130 when interrupted): a transfer
+// that did not complete and verify is always an error, in every mode. The first SIGINT (or
+// SIGTERM) aborts the transfers in progress, closing their connections so that each peer
+// learns at once; a second one exits at once.
 package main
 
 import (
@@ -46,8 +49,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " ")
 	fmt.Fprintf(stderr, "udtperf: %s\n", msg)
 	var ue usageError
-	if errors.As(err, &ue) {
+	var ie interruptedError
+	switch {
+	case errors.As(err, &ue):
 		return 2
+	case errors.As(err, &ie):
+		return exitInterrupted
 	}
 	return 1
 }

@@ -19,9 +19,13 @@ type transportConn interface {
 	Write(p []byte) (int, error)
 	SetReadDeadline(t time.Time) error
 	RemoteAddr() net.Addr
-	// Close releases the connection after delivering what was written where the transport
-	// can (udt lingers until acknowledged; tcp closes gracefully; quic closes at once).
+	// Close releases the connection. udtperf's protocol has confirmed delivery end to end
+	// before either end closes (see wire.go), so no transport needs to linger: udt sends
+	// Shutdown at once, tcp closes gracefully, quic closes at once.
 	Close() error
+	// Abort closes the connection so that the peer learns at once that the transfer was cut
+	// short (udt: Shutdown; tcp: a reset; quic: an application error).
+	Abort() error
 	// Stats samples the transport's counters; sender tells which side this end plays.
 	Stats(sender bool) linkStats
 	// Backend is the udt pacer backend; "" for tcp and quic.
@@ -114,6 +118,7 @@ func udtConfig(tr *transportFlags) *conn.Config {
 		Congestion:       tr.ccFactory,
 		HandshakeTimeout: tr.handshake,
 		IdleTimeout:      tr.idle,
+		Linger:           -1, // delivery is confirmed by udtperf's own protocol (see transportConn.Close)
 	}
 }
 
@@ -134,6 +139,8 @@ func (c *udtConn) backlog() int64 {
 }
 
 func (c *udtConn) Backend() string { return c.PacerName() }
+
+func (c *udtConn) Abort() error { return c.Conn.Close() } // Linger −1: Shutdown at once
 
 func (c *udtConn) Stats(sender bool) linkStats {
 	st := c.Conn.Stats()
@@ -190,6 +197,12 @@ func (c *tcpConn) Write(p []byte) (int, error) {
 }
 
 func (c *tcpConn) Backend() string { return "" }
+
+// Abort resets the connection (SO_LINGER 0): the peer's next read or write fails at once.
+func (c *tcpConn) Abort() error {
+	c.TCPConn.SetLinger(0)
+	return c.TCPConn.Close()
+}
 
 func (c *tcpConn) Stats(sender bool) linkStats { return tcpStats(c.TCPConn, sender) }
 

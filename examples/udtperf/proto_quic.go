@@ -193,6 +193,18 @@ func (q *quicConn) Close() error {
 	return err
 }
 
+// quicAborted is the application error code of an aborted transfer.
+const quicAborted = 1
+
+// Abort closes the connection with an application error, which the peer sees at once.
+func (q *quicConn) Abort() error {
+	err := q.c.CloseWithError(quicAborted, "transfer aborted")
+	if q.t != nil {
+		closeQUICTransport(q.t)
+	}
+	return err
+}
+
 func (q *quicConn) Stats(sender bool) linkStats {
 	st := q.c.ConnectionStats()
 	s := unknownStats()

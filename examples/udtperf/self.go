@@ -59,10 +59,15 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v); receivers run in child processes\n",
 		len(specs), what, o.tr.cc, o.tr.strict)
+	ctx, stop := interruptContext(stderr, "aborting the row in progress")
+	defer stop()
 	var rows []Row
 	failed := 0
 	for _, sp := range specs {
-		row, err := selfRow(exe, o, sp, stdout, stderr)
+		if ctx.Err() != nil {
+			break
+		}
+		row, err := selfRow(ctx, exe, o, sp, stdout, stderr)
 		if err != nil {
 			cc := o.tr.cc
 			if sp.proto == "tcp" {
@@ -83,6 +88,9 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	} else {
 		writeTable(stdout, rows)
 	}
+	if ctx.Err() != nil {
+		return interruptedError{fmt.Errorf("interrupted after %d of %d self-mode transfers", len(rows), len(specs))}
+	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d self-mode transfers failed", failed, len(rows))
 	}
@@ -90,7 +98,7 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 }
 
 // selfRow runs one row: a child receiver, this process as the sender.
-func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Writer) (Row, error) {
+func selfRow(ctx context.Context, exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Writer) (Row, error) {
 	tr := o.tr
 	tr.pacer = pacer.DefaultWaiter
 	if sp.backend != "" {
@@ -136,7 +144,7 @@ func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Write
 		return Row{}, fmt.Errorf("receiver process did not start (%v)", werr)
 	}
 	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
-	row, err := clientTransfer(context.Background(), sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
+	row, err := clientTransfer(ctx, sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
 		sp.label(), sp.label()+" ")
 	grace := 15 * time.Second
 	if err != nil {

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -32,6 +31,8 @@ type server struct {
 	mu       sync.Mutex
 	active   map[transportConn]bool // connections being served
 	stopping atomic.Bool            // close has begun: errors of aborted transfers are expected
+	served   atomic.Int64           // clients handled (a refusal included)
+	failed   atomic.Int64           // of them, transfers that did not complete and verify
 }
 
 // quicPortOffset: quic is served on UDP port PORT+1, next to udt's UDP port PORT, so that each
@@ -116,7 +117,7 @@ func (s *server) close(wait func()) {
 	}
 	s.mu.Lock()
 	for c := range s.active {
-		c.Close()
+		c.Abort() // the client learns at once
 	}
 	s.mu.Unlock()
 	if wait != nil {
@@ -155,8 +156,8 @@ func runServer(o *serverOptions, stdout, stderr io.Writer) error {
 	if fp := quicFingerprint.Load(); fp != nil && slices.Contains(o.protos, "quic") {
 		fmt.Fprintf(stderr, "udtperf: quic certificate (self-signed, new each start) SHA-256 %s\n", *fp)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	ctx, stop := interruptContext(stderr, "stopping the server (transfers in progress are aborted)")
+	defer stop()
 	return s.serve(ctx)
 }
 
@@ -189,6 +190,7 @@ func runSelfServer(o *serverOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.stdout, s.stderr = io.Discard, stderr
+	signal.Ignore(os.Interrupt) // the parent (self mode) owns the run: it aborts our connection
 	fmt.Fprintln(stdout, s.addr())
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
@@ -226,6 +228,10 @@ func (s *server) serve(ctx context.Context) error {
 				s.mu.Unlock()
 				wg.Go(func() {
 					err := s.handle(c, proto)
+					s.served.Add(1)
+					if err != nil {
+						s.failed.Add(1)
+					}
 					s.mu.Lock()
 					delete(s.active, c)
 					s.mu.Unlock()
@@ -254,6 +260,10 @@ func (s *server) serve(ctx context.Context) error {
 		case err = <-first:
 		default:
 		}
+	}
+	if err == nil && s.failed.Load() > 0 {
+		// Every failure was logged as it happened; the exit status says that there were some.
+		err = fmt.Errorf("%d of %d transfers did not complete (see above)", s.failed.Load(), s.served.Load())
 	}
 	return err
 }

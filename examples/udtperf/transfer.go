@@ -215,6 +215,14 @@ func (d *drainEstimate) sample(left int64, elapsed time.Duration) {
 	d.markAt, d.markLeft = elapsed, left
 }
 
+// deliveredSoFar is the payload the receiver has got so far, as this end knows it.
+func (s *session) deliveredSoFar(sender bool) int64 {
+	if sender && s.progress {
+		return s.delivered.Load()
+	}
+	return s.moved.Load()
+}
+
 // noteDelivered records the receiver's count n, which never exceeds what was sent (a hostile
 // or confused peer cannot make the counts run ahead) and never goes backwards.
 func (s *session) noteDelivered(n int64) {

@@ -29,6 +29,7 @@ func (f *fakeConn) SetReadDeadline(t time.Time) error {
 func (f *fakeConn) RemoteAddr() net.Addr { return &net.UDPAddr{} }
 func (f *fakeConn) Stats(bool) linkStats { return unknownStats() }
 func (f *fakeConn) Backend() string      { return "" }
+func (f *fakeConn) Abort() error         { return f.Close() }
 func (f *fakeConn) Close() error {
 	if f.closeFn != nil {
 		return f.closeFn()
