@@ -104,26 +104,26 @@ func (c *Config) resolved() (Config, error) {
 		r.MSS = DefaultMSS
 	}
 	if r.MSS < minMSS || r.MSS > maxMSS {
-		return r, fmt.Errorf("udt: Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
+		return r, fmt.Errorf("Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
 	}
 	if r.FlowWindow == 0 {
 		r.FlowWindow = DefaultFlowWindow
 	}
 	if r.FlowWindow < minFlowWindow || r.FlowWindow > maxFlowWindow {
-		return r, fmt.Errorf("udt: Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
+		return r, fmt.Errorf("Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
 	}
 	payload := r.MSS - udpIPOverhead - headerSize
 	if r.SendBuffer == 0 {
 		r.SendBuffer = DefaultBufferPackets * payload
 	}
 	if r.SendBuffer < payload {
-		return r, fmt.Errorf("udt: Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
+		return r, fmt.Errorf("Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
 	}
 	if r.RecvBuffer == 0 {
 		r.RecvBuffer = DefaultBufferPackets * payload
 	}
 	if r.RecvBuffer < minFlowWindow*payload {
-		return r, fmt.Errorf("udt: Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
+		return r, fmt.Errorf("Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
 	}
 	if r.RecvBuffer/payload > maxFlowWindow {
 		r.RecvBuffer = maxFlowWindow * payload
@@ -135,7 +135,7 @@ func (c *Config) resolved() (Config, error) {
 		r.Congestion = congestion.NativeFactory()
 	}
 	if r.MaxBandwidth < 0 {
-		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)
+		return r, fmt.Errorf("Config.MaxBandwidth %d is negative", r.MaxBandwidth)
 	}
 	if r.HandshakeTimeout <= 0 {
 		r.HandshakeTimeout = DefaultHandshakeTimeout

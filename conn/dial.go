@@ -60,7 +60,7 @@ func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, c
 	}
 	ap := addrPortOf(raddr)
 	if !ap.IsValid() {
-		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
+		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("not a UDP address: %v", raddr))
 	}
 	m, err := newMux(pc, false, &r)
 	if err != nil {

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -64,7 +65,11 @@ func Listen(network, address string, cfg *Config) (*Listener, error) {
 	}
 	pc, err := net.ListenUDP(network, laddr)
 	if err != nil {
-		return nil, err
+		var oe *net.OpError
+		if errors.As(err, &oe) { // "listen udt ADDR: bind: …", not "listen udp ADDR: …"
+			err = oe.Err
+		}
+		return nil, opError("listen", laddr, nil, err)
 	}
 	return newListener(pc, true, &r)
 }

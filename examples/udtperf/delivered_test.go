@@ -111,7 +111,7 @@ func TestIntervalsCountDelivered(t *testing.T) {
 		rs.progress, ss.progress = true, true
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			rs.receive(nil)
+			rs.receive(nil, nil)
 			rcv.Close()
 		})
 		o := outputFlags{interval: 100 * time.Millisecond}

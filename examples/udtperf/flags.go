@@ -134,6 +134,9 @@ type serverOptions struct {
 	dir    string
 	force  bool
 	once   bool
+	// keepPartial is how long the partial file of an upload that broke off is kept for
+	// -resume; 0 removes it at once.
+	keepPartial time.Duration
 }
 
 // clientOptions: `udtperf client`.
@@ -145,6 +148,7 @@ type clientOptions struct {
 	proto   string
 	reverse bool
 	file    string
+	resume  bool
 }
 
 // newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
@@ -220,6 +224,7 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	fs.StringVar(&o.dir, "dir", "", "store files sent with -file in this directory (file uploads are refused without it)")
 	fs.BoolVar(&o.force, "force", false, "overwrite existing files in -dir")
 	fs.BoolVar(&o.once, "once", false, "exit after the first transfer")
+	fs.DurationVar(&o.keepPartial, "keep-partial", 24*time.Hour, "keep the partial file of an upload that broke off this long, for the client's -resume (0: remove it at once)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -230,10 +235,16 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	if err := o.out.validate(); err != nil {
 		return nil, usageError{err}
 	}
+	if _, _, err := splitListen(o.listen); err != nil {
+		return nil, usageError{err}
+	}
 	if o.dir != "" {
 		if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
 			return nil, usageError{fmt.Errorf("-dir %s is not a directory", o.dir)}
 		}
+	}
+	if o.keepPartial < 0 {
+		return nil, usageError{errors.New("-keep-partial must not be negative")}
 	}
 	if err := o.tr.validate([]string{o.tr.pacer}); err != nil {
 		return nil, usageError{err}
@@ -252,6 +263,7 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
 	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
 	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")
+	fs.BoolVar(&o.resume, "resume", false, "with -file: continue an upload that broke off from what the server holds (checked by SHA-256)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -263,6 +275,20 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	}
 	if o.file != "" && o.reverse {
 		return nil, usageError{errors.New("-file and -reverse cannot be combined (a file is always sent by the client)")}
+	}
+	if o.resume && o.file == "" {
+		return nil, usageError{errors.New("-resume needs -file")}
+	}
+	if o.file != "" {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "bytes" || f.Name == "time" {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return nil, usageError{fmt.Errorf("-file sends the whole file: %s do not apply", strings.Join(set, " and "))}
+		}
 	}
 	if o.reverse {
 		var set []string // sender-side flags, which the server's own flags decide with -reverse

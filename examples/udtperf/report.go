@@ -18,6 +18,7 @@ type Row struct {
 	Strict            *bool      `json:"strict"`                // udt strict pacing; nil for tcp and quic
 	Direction         string     `json:"direction"`             // client->server or server->client
 	File              *string    `json:"file"`                  // file mode: the base name; nil otherwise
+	ResumedFrom       *int64     `json:"resumed_from"`          // file mode: the byte the upload continued from (0: the whole file); nil otherwise
 	Bytes             int64      `json:"bytes"`                 // payload bytes delivered
 	Seconds           float64    `json:"seconds"`               // sender's first byte to the receiver's report
 	GoodputMbps       float64    `json:"goodput_mbps"`          // bytes·8 / seconds / 10^6

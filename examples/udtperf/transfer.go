@@ -46,6 +46,7 @@ type sendSpec struct {
 	bytes int64
 	dur   time.Duration
 	src   io.Reader // nil: generated data
+	hash  hash.Hash // nil: a new SHA-256; else one that has hashed what precedes src (a resumed file)
 }
 
 // peerMsg is the receiver's report as read by the sender's reader goroutine.
@@ -63,7 +64,10 @@ func (s *session) send(spec sendSpec) (Row, error) {
 	begin := time.Now()
 	s.start.Store(begin.UnixNano())
 	cpu0, cpuOK := processCPU()
-	h := sha256.New()
+	h := spec.hash
+	if h == nil {
+		h = sha256.New()
+	}
 	peer := make(chan peerMsg, 1)
 	go func() { // the receiver reports progress, then its report at the end (or early: a failure)
 		for {
@@ -302,23 +306,28 @@ func (s *session) peerError(err error, peer chan peerMsg) error {
 type sink interface {
 	io.Writer
 	Commit() error // the data is complete and verified: keep it
-	Abort()        // remove what was written
+	Abort()        // remove what was written: it is wrong or cannot be completed
+	Keep()         // the transfer broke off: keep what was written for a resume
 }
 
-// receive runs the receiver's side into out (nil: discard) and returns the row.
-func (s *session) receive(out sink) (Row, error) {
+// receive runs the receiver's side into out (nil: discard) and returns the row. h, if not nil,
+// has hashed what precedes the data (the part of a file kept from an earlier upload), so that
+// the digest covers the whole file.
+func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 	begin := time.Now()
 	s.start.Store(begin.UnixNano())
 	cpu0, cpuOK := processCPU()
-	h := sha256.New()
+	if h == nil {
+		h = sha256.New()
+	}
 	buf := make([]byte, maxFrame)
 	var got int64
 	stopProgress := s.reportProgress()
 	defer stopProgress()
-	fail := func(err error) (Row, error) {
+	fail := func(err error) (Row, error) { // the connection broke or the sender misbehaved
 		stopProgress()
 		if out != nil {
-			out.Abort()
+			out.Keep()
 		}
 		return Row{}, err
 	}

@@ -3,7 +3,9 @@ package main
 // udtperf's own protocol, the same over udt, tcp and quic (one byte stream per transfer):
 //
 //	client → server  "udtperf1" hello            (magic, then a message)
-//	server → client  welcome                     (Error set: refused, e.g. the file exists)
+//	server → client  welcome                     (Error set: refused, e.g. the file exists;
+//	                                              Offset set: the server can resume a file upload)
+//	client → server  start                       (only after a welcome with Offset: where the data begins)
 //	sender → receiver  frame* end trailer        (frame = u32 n + n bytes, 1 ≤ n ≤ 1 MiB; end = u32 0)
 //	receiver → sender  progress*                 (with hello.Progress and welcome.Progress: bytes received
 //	                                              so far, every progressEvery while data flows)
@@ -50,6 +52,9 @@ type hello struct {
 	// Progress: the client speaks progress messages (both as sender and as receiver). Older
 	// servers ignore it and never set welcome.Progress.
 	Progress bool `json:"progress,omitempty"`
+	// Resume (file mode): continue an earlier upload of Name that broke off, if the server
+	// holds part of it (welcome.Offset).
+	Resume bool `json:"resume,omitempty"`
 }
 
 func (h *hello) validate() error {
@@ -76,7 +81,21 @@ func (h *hello) validate() error {
 type welcome struct {
 	Error    string `json:"error,omitempty"`
 	Progress bool   `json:"progress,omitempty"` // the server speaks progress messages too
+	// Offset > 0 (file mode with hello.Resume): the server holds the first Offset bytes of an
+	// earlier upload of the file, whose SHA-256 is PrefixSHA256; the client answers with start.
+	Offset       int64  `json:"offset,omitempty"`
+	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
 }
+
+// start answers a welcome with an Offset: the client continues at Offset (its file begins with
+// the same bytes) or starts over at 0. The data frames then carry the file from there; both
+// ends' digests cover the whole file.
+type start struct {
+	Offset int64 `json:"offset"`
+}
+
+// hashTime is how long hashing n bytes may take, at a conservative 100 MB/s (a slow disk).
+func hashTime(n int64) time.Duration { return time.Duration(n/100e6+1) * time.Second }
 
 // progress is the receiver's running count, so that the sender's interval lines and progress
 // bar count delivered bytes, not bytes handed to its transport (whose buffers hold megabytes).

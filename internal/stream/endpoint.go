@@ -191,7 +191,7 @@ type PeerIdleError struct {
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
+	return fmt.Sprintf("peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
 }
 
 // Timeout reports true: the connection broke because a timer expired.
@@ -206,7 +206,7 @@ type PeerError struct {
 	Code uint32
 }
 
-func (e *PeerError) Error() string { return fmt.Sprintf("udt: peer reported error %d", e.Code) }
+func (e *PeerError) Error() string { return fmt.Sprintf("peer reported error %d", e.Code) }
 
 // Err returns nil while the connection works, a *PeerIdleError once the peer stayed silent for
 // IdleTimeout, or a *PeerError after the peer's error signal. A peer's Shutdown is not an error:
