@@ -53,6 +53,8 @@ type Conn struct {
 	rdl, wdl  *deadline
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
+
+	obs observer // Config.Logger and Config.Tracer (observe.go)
 }
 
 // connParams are what the handshake settled.
@@ -62,6 +64,7 @@ type connParams struct {
 	mss            int
 	peerFlowWindow int
 	peer           netip.AddrPort
+	server         bool // accepted by a Listener
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
@@ -87,6 +90,8 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.dataFlow.c = c
 	c.timerFlow.c = c
 	var ctl congestion.Controller = cfg.Congestion()
+	c.obs.init(cfg, c.traceInfo(ctl, p, now))
+	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{
 		LocalID:        p.id,
 		PeerID:         p.peerID,
@@ -103,7 +108,10 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
+		Tracer:         engineTracer,
+		TracePackets:   tracePackets,
 	}, now)
+	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
@@ -149,6 +157,7 @@ func (c *Conn) breakLocked(err error) {
 	c.deadOnce.Do(func() {
 		c.deadErr = err
 		close(c.dead)
+		c.observeBroken(err)
 	})
 }
 
@@ -173,6 +182,7 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
 	c.ep.HandlePacket(now, b)
 	c.afterEngineLocked()
 	c.mu.Unlock()
+	c.obs.flush()
 }
 
 // answerHandshake re-sends the handshake answer that made this connection (listener side): to a
@@ -225,7 +235,9 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.timerAt = c.ep.NextTimer()
 	c.afterEngineLocked()
 	next := c.timerAt
+	c.observeDrops(now, false)
 	c.mu.Unlock()
+	c.obs.flush()
 	return 0, next
 }
 
@@ -378,6 +390,7 @@ func (c *Conn) finish() {
 		c.awaitShutdownAnswer(rtt)
 	}
 	c.mu.Lock()
+	c.observeDrops(now, true)
 	c.breakLocked(net.ErrClosed)
 	c.mu.Unlock()
 	c.dataH.Remove()
@@ -392,6 +405,7 @@ func (c *Conn) finish() {
 		c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: now.Add(tombLife)})
 	}
 	c.mux.release()
+	c.obs.close()
 }
 
 // Shutdown retries: the reference sends one Shutdown and never repeats it (spec §3.4), so a

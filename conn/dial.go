@@ -188,11 +188,13 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 				send()
 			case packet.ReqRejected:
 				m.release()
+				logDial(cfg, raddr, ErrRejected)
 				return fail(ErrRejected)
 			case packet.ReqResponse:
 				p, err := checkResponse(&hs, isn, cfg)
 				if err != nil {
 					m.release()
+					logDial(cfg, raddr, err)
 					return fail(err)
 				}
 				p.id, p.peer = id, peer

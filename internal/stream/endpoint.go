@@ -81,6 +81,7 @@ type Endpoint struct {
 	ctrl       []byte // scratch for control packets
 
 	stats Stats
+	tr    tracing // Config.Tracer (trace.go)
 }
 
 // New returns the engine of an established connection; now is the time the connection became
@@ -129,6 +130,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
+	e.tr = newTracing(&cfg)
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
 	e.period = -1 // force the first SetInterval
 	e.applyCC()
@@ -159,6 +161,7 @@ func (e *Endpoint) applyCC() {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
+	e.traceCC()
 }
 
 // Catch-up credit (see burstFor): the time a late pacer may repay back to back, and the floor in
@@ -289,6 +292,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		return
 	}
 	t := e.since(now)
+	e.traceAt(now)
 	if len(b) < headerSize {
 		e.stats.Drops.Malformed++
 		return

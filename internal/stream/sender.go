@@ -59,6 +59,7 @@ func (e *Endpoint) Departure() time.Time {
 // successor taking the next slot of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
+	e.traceRelease(now)
 	n := 0
 	for n < len(bufs) {
 		if !e.sendable() {
@@ -118,6 +119,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 	if retrans {
 		e.stats.PktRetrans++
 	}
+	e.traceSent(seq, len(payload), retrans)
 	e.cc.OnPacketSent(now, uint32(seq), l)
 	e.applyCC()
 	return l, probe
@@ -129,6 +131,7 @@ func (e *Endpoint) addLoss(first, last seqno.Seq) int {
 	if err != nil { // validated by the callers: cannot happen
 		e.stats.Drops.ForgedNAK++
 	}
+	e.traceLost(first, last, n)
 	return n
 }
 
@@ -170,6 +173,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		if d := seqno.Offset(e.sndLastAck(), ack); d > 0 {
 			e.flowWindow = max(e.flowWindow-d, 0)
 			e.advanceAck(t, ack)
+			e.traceACKReceived()
 		}
 		return true
 	}
@@ -196,6 +200,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
+	e.traceACKReceived()
 	return true
 }
 
@@ -227,6 +232,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
+	e.traceNAKReceived(rs)
 	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
 	e.applyCC()
 	for _, r := range rs {
