@@ -73,6 +73,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.matrix.duration, "time", 10*time.Second, "with -matrix: duration of each transfer")
 	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,cubic,bbr,quic")
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")
+	fs.StringVar(&o.matrix.traceDir, "trace-dir", "", "with -matrix: keep the trace of every udt transfer in this directory (PROTO-RTT-LOSS.jsonl; draw one with udtperf plot)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args...]\n\n")
 		fs.PrintDefaults()

@@ -18,6 +18,7 @@ type matrixOptions struct {
 	duration  time.Duration
 	protocols string
 	udtperf   string
+	traceDir  string // one udtperf -trace file per udt cell
 }
 
 // Scenario is one point of the matrix: a path setting.

@@ -76,7 +76,7 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 			if binErr != nil {
 				runners[p] = unavailable{binErr}
 			} else {
-				runners[p] = udtperfRunner{bin: bin, proto: p}
+				runners[p] = udtperfRunner{bin: bin, proto: p, traceDir: o.matrix.traceDir}
 			}
 		}
 	}
@@ -89,6 +89,11 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	protos, err := selectProtocols(o.matrix.protocols, o.matrix.quick)
 	if err != nil {
 		return 2, err
+	}
+	if d := o.matrix.traceDir; d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 1, fmt.Errorf("-trace-dir: %v", err)
+		}
 	}
 	tmp, err := os.MkdirTemp("", "testbed-")
 	if err != nil {

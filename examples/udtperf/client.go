@@ -39,6 +39,20 @@ func runClient(o *clientOptions, stdout, stderr io.Writer) error {
 	}
 	ctx, stop := interruptContext(stderr, "closing the connection")
 	defer stop()
+	if o.trace != "" {
+		tf, err := createTrace(o.trace)
+		if err != nil {
+			return err
+		}
+		o.tr.tracer = tf.tracer
+		defer func() {
+			if terr := tf.close(); terr != nil {
+				fmt.Fprintf(stderr, "udtperf: -trace %s: %v\n", o.trace, terr)
+			} else if tf.used() {
+				fmt.Fprintf(stderr, "udtperf: trace written to %s (udtperf plot %s -o plot.png)\n", o.trace, o.trace)
+			}
+		}()
+	}
 	row, err := clientTransfer(ctx, o.proto, o.connect, &o.tr, h, src, &o.out, stdout, stderr, label, "")
 	if err != nil {
 		return err

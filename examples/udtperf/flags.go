@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -32,6 +33,7 @@ type transportFlags struct {
 	mss       int
 	handshake time.Duration
 	idle      time.Duration
+	tracer    func(trace.ConnInfo) trace.Tracer // udt: the connection's trace (client -trace); not a flag
 }
 
 func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
@@ -149,6 +151,7 @@ type clientOptions struct {
 	reverse bool
 	file    string
 	resume  bool
+	trace   string // -trace FILE
 }
 
 // newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
@@ -263,6 +266,7 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
 	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
 	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")
+	fs.StringVar(&o.trace, "trace", "", "udt: write the connection's trace (every packet, ACK, NAK, RTT, controller decision) to this file as JSON lines; see udtperf plot")
 	fs.BoolVar(&o.resume, "resume", false, "with -file: continue an upload that broke off from what the server holds (checked by SHA-256)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -275,6 +279,9 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	}
 	if o.file != "" && o.reverse {
 		return nil, usageError{errors.New("-file and -reverse cannot be combined (a file is always sent by the client)")}
+	}
+	if o.trace != "" && o.proto != "udt" {
+		return nil, usageError{fmt.Errorf("-trace traces udt connections, not %s", o.proto)}
 	}
 	if o.resume && o.file == "" {
 		return nil, usageError{errors.New("-resume needs -file")}

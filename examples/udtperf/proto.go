@@ -119,6 +119,7 @@ func udtConfig(tr *transportFlags) *conn.Config {
 		HandshakeTimeout: tr.handshake,
 		IdleTimeout:      tr.idle,
 		Linger:           -1, // delivery is confirmed by udtperf's own protocol (see transportConn.Close)
+		Tracer:           tr.tracer,
 	}
 }
 
