@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -195,8 +196,10 @@ func TestSelfSmoke(t *testing.T) {
 		if r["protocol"] == "udt" && r["pkts_per_wake"] == nil {
 			t.Errorf("%s: pkts_per_wake is null", name)
 		}
-		if udt := r["protocol"] == "udt"; (r["cc"] != nil) != udt || (r["strict"] != nil) != udt {
-			t.Errorf("%s: cc %v, strict %v (null exactly for tcp and quic)", name, r["cc"], r["strict"])
+		// cc: udt's -cc, tcp's kernel algorithm (Linux), null for quic; strict: udt only.
+		udt, quic := r["protocol"] == "udt", r["protocol"] == "quic"
+		if (r["cc"] == nil) != (quic || (r["protocol"] == "tcp" && runtime.GOOS != "linux")) || (r["strict"] != nil) != udt {
+			t.Errorf("%s: cc %v, strict %v", name, r["cc"], r["strict"])
 		}
 	}
 }

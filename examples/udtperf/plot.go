@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +101,7 @@ type timeline struct {
 	// per bin: bytes sent (first transmissions and retransmissions), delivered (acknowledged,
 	// from ACK numbers), received; packets lost, retransmitted, detected missing
 	sent, delivered, recv          []float64
+	srtt                           []time.Duration // per bin: the last smoothed RTT known (0: none yet)
 	lost, retrans, detected        []float64
 	pacing, rtt, cwnd, fwnd, fly   plotter.XYs
 	timeouts                       []float64 // times, s
@@ -140,6 +142,7 @@ func readTimeline(r io.Reader, bin time.Duration) (*timeline, error) {
 	for _, s := range []*[]float64{&tl.sent, &tl.delivered, &tl.recv, &tl.lost, &tl.retrans, &tl.detected} {
 		*s = make([]float64, n)
 	}
+	tl.srtt = make([]time.Duration, n)
 	var lastAck uint32
 	haveAck := false
 	for _, ev := range evs {
@@ -176,6 +179,7 @@ func readTimeline(r io.Reader, bin time.Duration) (*timeline, error) {
 			if ev.RTT > 0 {
 				tl.rtt = append(tl.rtt, plotter.XY{X: sec, Y: float64(ev.RTT) / 1e6})
 				tl.hasRTT = true
+				tl.srtt[i] = ev.RTT
 			}
 			tl.fwnd = append(tl.fwnd, plotter.XY{X: sec, Y: float64(ev.FlowWindow)})
 			tl.fly = append(tl.fly, plotter.XY{X: sec, Y: float64(ev.InFlight)})
@@ -207,6 +211,44 @@ func niceBin(d time.Duration) time.Duration {
 			}
 		}
 	}
+}
+
+// deliveryXY is the delivery rate at each bin's end over the last smoothed RTT (at least one
+// bin): the bytes newly acknowledged in that window over its length. An ACK moves only when
+// the first missing packet arrives, so after a repaired loss one ACK acknowledges up to a
+// round trip of data at once; over one RTT the rate is what the path delivered (the delivery
+// rate of BBR, draft-cardwell-iccrg-bbr-congestion-control §4.1.1).
+func (tl *timeline) deliveryXY() plotter.XYs {
+	xy := make(plotter.XYs, len(tl.delivered))
+	var rtt time.Duration
+	for i := range tl.delivered {
+		if tl.srtt[i] > 0 {
+			rtt = tl.srtt[i]
+		}
+		k := max(int((rtt+tl.bin-1)/tl.bin), 1) // bins in the window
+		sum := 0.0
+		for j := max(i-k+1, 0); j <= i; j++ {
+			sum += tl.delivered[j]
+		}
+		w := float64(min(k, i+1)) * tl.bin.Seconds()
+		xy[i] = plotter.XY{X: float64(i+1) * tl.bin.Seconds(), Y: sum * 8 / w / 1e6}
+	}
+	return xy
+}
+
+// quantile is the q-quantile of the Y values of the given series (0 if none).
+func quantile(q float64, series ...plotter.XYs) float64 {
+	var ys []float64
+	for _, s := range series {
+		for _, p := range s {
+			ys = append(ys, p.Y)
+		}
+	}
+	if len(ys) == 0 {
+		return 0
+	}
+	slices.Sort(ys)
+	return ys[min(int(q*float64(len(ys))), len(ys)-1)]
 }
 
 // rateXY turns per-bin bytes into Mbit/s at each bin's middle.
@@ -296,7 +338,8 @@ func (tl *timeline) draw(file string) error {
 	rates := panel(title+"\nrates ("+tl.bin.String()+" samples)", "Mbit/s")
 	var rl []line
 	if tl.sender {
-		rl = []line{{"sent", tl.rateXY(tl.sent)}, {"pacing rate", stepped(tl.pacing, end)}, {"delivered (ACKs)", tl.rateXY(tl.delivered)}}
+		rl = []line{{"sent", tl.rateXY(tl.sent)}, {"pacing rate", stepped(tl.pacing, end)},
+			{"delivered (ACKs, over 1 RTT)", tl.deliveryXY()}}
 	} else {
 		rl = []line{{"received", tl.rateXY(tl.recv)}}
 	}
@@ -304,22 +347,19 @@ func (tl *timeline) draw(file string) error {
 		return err
 	}
 	rates.Y.Min = 0
-	if tl.sender && len(tl.pacing) > 0 { // an unpaced or huge pacing rate would flatten the others
-		top := 0.0
-		for _, xy := range append(tl.rateXY(tl.sent), tl.rateXY(tl.delivered)...) {
-			top = max(top, xy.Y)
-		}
-		rates.Y.Max = 1.5 * max(top, 1)
-	}
+	// The scale follows the bulk of the rates measured: slow start's pacing (a period of 1 µs:
+	// Gbit/s) and a burst after a stall would flatten everything else (the lines are clipped).
+	rates.Y.Max = 1.25 * max(quantile(0.98, tl.rateXY(tl.sent), tl.rateXY(tl.recv), tl.deliveryXY()), 1)
 
 	rtt := panel("round-trip time (smoothed)", "ms")
-	if err := add(rtt, line{"RTT", tl.rtt}); err != nil {
+	// RTT, windows: the sender's state as the last ACK left it (a step until the next).
+	if err := add(rtt, line{"RTT", stepped(tl.rtt, end)}); err != nil {
 		return err
 	}
 	rtt.Y.Min = 0
 
 	win := panel("windows", "packets")
-	wl := []line{{"flow window (peer)", tl.fwnd}, {"in flight", tl.fly}}
+	wl := []line{{"flow window (peer)", stepped(tl.fwnd, end)}, {"in flight (at ACKs)", stepped(tl.fly, end)}}
 	if tl.hasCwnd {
 		wl = append([]line{{"congestion window", stepped(tl.cwnd, end)}}, wl...)
 	}
