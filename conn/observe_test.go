@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/simnet"
@@ -204,7 +205,8 @@ func TestLogHandshakeRejected(t *testing.T) {
 	})
 }
 
-// TestLogPhaseChange: with a debug logger, the controller's leaving slow start is logged.
+// TestLogPhaseChange: with a debug logger, the controller's leaving slow start is logged (the
+// native controller tells its phase with SlowStart()).
 func TestLogPhaseChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		link := simnet.LinkConfig{Delay: 5 * time.Millisecond, Rate: 50e6, QueueBytes: 64 << 10}
@@ -212,6 +214,7 @@ func TestLogPhaseChange(t *testing.T) {
 		defer p.Close()
 		h := newCapture()
 		cfg := simConfig()
+		cfg.Congestion = congestion.NativeFactory()
 		cfg.Logger = slog.New(h)
 		c, s := simConns(t, p, cfg)
 		sendAndCheck(t, c, s, 8<<20, 4)
@@ -308,6 +311,7 @@ func TestTracer(t *testing.T) {
 		var mu sync.Mutex
 		logs := map[bool]*eventLog{}
 		cfg := simConfig()
+		cfg.Congestion = congestion.BBRFactory() // a delivery-based controller: rate samples are traced
 		cfg.Tracer = func(info trace.ConnInfo) trace.Tracer {
 			mu.Lock()
 			defer mu.Unlock()
@@ -325,7 +329,7 @@ func TestTracer(t *testing.T) {
 			t.Fatalf("tracers: %v", logs)
 		}
 		if cl.info.LocalID != c.id || cl.info.PeerID != c.peerID || cl.info.MSS != c.mss || cl.info.Remote.String() != p.B.LocalAddr().String() ||
-			!strings.Contains(cl.info.Congestion, "Native") {
+			cl.info.Congestion != "*congestion.BBR" {
 			t.Errorf("client info %+v", cl.info)
 		}
 		sent, _ := cl.count(trace.PacketSent)
@@ -337,6 +341,9 @@ func TestTracer(t *testing.T) {
 		}
 		if uint64(recv) != ss.PktRecv-ss.Drops.Duplicate-ss.Drops.OutOfWindow || uint64(gaps) != ss.PktRcvLoss {
 			t.Errorf("received %d, gaps %d; Stats %+v", recv, gaps, ss)
+		}
+		if n, _ := cl.count(trace.DeliveryRate); n == 0 {
+			t.Error("no delivery-rate samples traced")
 		}
 		for _, l := range []*eventLog{cl, sl} {
 			for i := 1; i < len(l.evs); i++ {

@@ -20,7 +20,7 @@ import (
 // and each further line is one event: "t" (seconds since start), "ev" (Kind.String) and the
 // fields the Kind sets, under these names (omitted when zero): seq, last, pkts, ranges, bytes,
 // rtt_us, rttvar_us, fwnd, inflight, rate (RecvRate), bw (Bandwidth), period_us, cwnd, late_us,
-// detail. Durations are in µs with up to three decimals.
+// interval_us, detail. Durations are in µs with up to three decimals.
 
 // JSONWriter writes a connection's events as JSON lines to w, buffered (Close flushes). It is
 // safe for concurrent use and allocates nothing per event.
@@ -114,6 +114,7 @@ func AppendJSON(b []byte, ev Event, start time.Time) []byte {
 	b = appendMicros(b, "period_us", ev.Period)
 	b = appendInt(b, "cwnd", int64(ev.CWnd))
 	b = appendMicros(b, "late_us", ev.Late)
+	b = appendMicros(b, "interval_us", ev.Interval)
 	b = appendStringField(b, "detail", ev.Detail)
 	return append(b, "}\n"...)
 }
@@ -260,6 +261,7 @@ func (r *Reader) Next() (Event, error) {
 			Period   float64 `json:"period_us"`
 			CWnd     int     `json:"cwnd"`
 			Late     float64 `json:"late_us"`
+			Interval float64 `json:"interval_us"`
 			Detail   string  `json:"detail"`
 		}
 		if err := json.Unmarshal(r.sc.Bytes(), &l); err != nil {
@@ -277,7 +279,7 @@ func (r *Reader) Next() (Event, error) {
 			Seq: l.Seq, Last: l.Last, Packets: l.Pkts, Ranges: l.Ranges, Bytes: l.Bytes,
 			RTT: micros(l.RTT), RTTVar: micros(l.RTTVar), FlowWindow: l.Fwnd, InFlight: l.InFlight,
 			RecvRate: l.Rate, Bandwidth: l.BW, Period: micros(l.Period), CWnd: l.CWnd, Late: micros(l.Late),
-			Detail: l.Detail,
+			Interval: micros(l.Interval), Detail: l.Detail,
 		}, nil
 	}
 	if err := r.sc.Err(); err != nil {

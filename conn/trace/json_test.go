@@ -32,6 +32,7 @@ func sampleEvents() []Event {
 		{Time: at(140), Kind: PathMTU, Bytes: 1400, Detail: "probe \"ok\"\n\x01 ünï \xff"},
 		{Time: at(150), Kind: Closed, Detail: "peer unresponsive: nothing received for 10s"},
 		{Time: at(160), Kind: EventsLost, Packets: 99},
+		{Time: at(170), Kind: DeliveryRate, Bytes: 1 << 20, Interval: 105 * time.Millisecond, RTT: 101 * time.Millisecond, Detail: "app-limited"},
 	}
 }
 

@@ -71,6 +71,10 @@ const (
 	Closed
 	// EventsLost: the tracer fell behind and Packets events were dropped before this one.
 	EventsLost
+	// DeliveryRate (sender, delivery-based controllers such as BBR): a delivery-rate sample
+	// (congestion.Delivery): Bytes delivered over Interval, Detail "app-limited" when the
+	// sender was (the sample may understate the path); RTT: the sample's RTT (0: none).
+	DeliveryRate
 
 	numKinds
 )
@@ -79,7 +83,7 @@ var kindNames = [numKinds]string{
 	PacketSent: "sent", PacketRetransmitted: "retrans", PacketReceived: "recv", LossDetected: "loss",
 	PacketsLost: "lost", ACKSent: "ack_sent", ACKReceived: "ack", NAKSent: "nak_sent", NAKReceived: "nak",
 	RTTUpdated: "rtt", CongestionState: "cc", Timeout: "timeout", PacerLate: "late", PathMTU: "mtu",
-	Closed: "closed", EventsLost: "events_lost",
+	Closed: "closed", EventsLost: "events_lost", DeliveryRate: "delivery",
 }
 
 // String is the kind's name in JSON lines ("sent", "ack", "cc", …).
@@ -119,6 +123,7 @@ type Event struct {
 	Period     time.Duration // send period
 	CWnd       int           // congestion window, packets
 	Late       time.Duration // pacer lateness
+	Interval   time.Duration // the time a delivery-rate sample spans
 	Detail     string        // a short word or phrase, per Kind
 }
 

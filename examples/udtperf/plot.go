@@ -2,7 +2,8 @@ package main
 
 // `udtperf plot TRACE [-o out.png] [-bin D]`: draws a trace written by -trace (package
 // conn/trace's JSON lines) as four panels over time: rates (sent, pacing, delivered or
-// received), RTT, windows (congestion window, flow window, packets in flight) and losses
+// received; the delivery-rate samples a delivery-based controller got), RTT, windows
+// (congestion window, flow window, packets in flight) and losses
 // (packets lost, retransmitted, gaps detected, retransmission timeouts).
 
 import (
@@ -104,7 +105,8 @@ type timeline struct {
 	srtt                           []time.Duration // per bin: the last smoothed RTT known (0: none yet)
 	lost, retrans, detected        []float64
 	pacing, rtt, cwnd, fwnd, fly   plotter.XYs
-	timeouts                       []float64 // times, s
+	samples                        plotter.XYs // delivery-rate samples given to the controller, Mbit/s
+	timeouts                       []float64   // times, s
 	sender                         bool
 	hasRTT, hasCwnd, hasWindowInfo bool
 }
@@ -188,6 +190,10 @@ func readTimeline(r io.Reader, bin time.Duration) (*timeline, error) {
 			if !tl.sender {
 				tl.rtt = append(tl.rtt, plotter.XY{X: sec, Y: float64(ev.RTT) / 1e6})
 				tl.hasRTT = true
+			}
+		case trace.DeliveryRate:
+			if ev.Interval > 0 {
+				tl.samples = append(tl.samples, plotter.XY{X: sec, Y: float64(ev.Bytes) * 8 / ev.Interval.Seconds() / 1e6})
 			}
 		case trace.CongestionState:
 			rate := 0.0 // unpaced
@@ -345,6 +351,17 @@ func (tl *timeline) draw(file string) error {
 	}
 	if err := add(rates, rl...); err != nil {
 		return err
+	}
+	if len(tl.samples) > 0 {
+		sc, err := plotter.NewScatter(thin(tl.samples, 4000))
+		if err != nil {
+			return err
+		}
+		sc.Color = color.Gray{Y: 100}
+		sc.Radius = vg.Points(0.8)
+		sc.Shape = draw.CircleGlyph{}
+		rates.Add(sc)
+		rates.Legend.Add("delivery-rate samples (controller)", sc)
 	}
 	rates.Y.Min = 0
 	// The scale follows the bulk of the rates measured: slow start's pacing (a period of 1 µs:

@@ -153,6 +153,13 @@ func (e *Endpoint) traceTimeout() {
 	}
 }
 
+// traceDelivery: a delivery-rate sample went to the controller.
+func (e *Endpoint) traceDelivery(d *congestion.Delivery) {
+	if e.tr.t != nil {
+		e.emitDelivery(d)
+	}
+}
+
 // traceCC: after applyCC; emits CongestionState when the period, the window or the phase moved.
 func (e *Endpoint) traceCC() {
 	if e.tr.t != nil {
@@ -231,6 +238,14 @@ func (e *Endpoint) emitTimeout() {
 		d = "probe"
 	}
 	e.emitEvent(trace.Event{Kind: trace.Timeout, Packets: e.rtoCount, Detail: d})
+}
+
+func (e *Endpoint) emitDelivery(d *congestion.Delivery) {
+	ev := trace.Event{Kind: trace.DeliveryRate, Bytes: int(d.Delivered), Interval: d.Interval, RTT: d.RTT}
+	if d.AppLimited {
+		ev.Detail = "app-limited"
+	}
+	e.emitEvent(ev)
 }
 
 func (e *Endpoint) emitCC() {
