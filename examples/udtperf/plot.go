@@ -219,11 +219,12 @@ func niceBin(d time.Duration) time.Duration {
 	}
 }
 
-// deliveryXY is the delivery rate at each bin's end over the last smoothed RTT (at least one
-// bin): the bytes newly acknowledged in that window over its length. An ACK moves only when
-// the first missing packet arrives, so after a repaired loss one ACK acknowledges up to a
-// round trip of data at once; over one RTT the rate is what the path delivered (the delivery
-// rate of BBR, draft-cardwell-iccrg-bbr-congestion-control §4.1.1).
+// deliveryXY is the delivery rate at each bin's end over the last four smoothed RTTs (at least
+// one bin): the bytes newly acknowledged in that window over its length. A cumulative ACK moves
+// only when the first missing packet arrives, so a loss holds it for about a round trip (the
+// NAK and the retransmission), after which one ACK acknowledges that round trip's data at
+// once: over four RTTs, one repaired loss shifts at most a quarter of the window's bytes. (A
+// delivery-based controller's own samples, which read NAKs as SACKs, are the points.)
 func (tl *timeline) deliveryXY() plotter.XYs {
 	xy := make(plotter.XYs, len(tl.delivered))
 	var rtt time.Duration
@@ -231,7 +232,7 @@ func (tl *timeline) deliveryXY() plotter.XYs {
 		if tl.srtt[i] > 0 {
 			rtt = tl.srtt[i]
 		}
-		k := max(int((rtt+tl.bin-1)/tl.bin), 1) // bins in the window
+		k := max(int((4*rtt+tl.bin-1)/tl.bin), 1) // bins in the window
 		sum := 0.0
 		for j := max(i-k+1, 0); j <= i; j++ {
 			sum += tl.delivered[j]
@@ -345,7 +346,7 @@ func (tl *timeline) draw(file string) error {
 	var rl []line
 	if tl.sender {
 		rl = []line{{"sent", tl.rateXY(tl.sent)}, {"pacing rate", stepped(tl.pacing, end)},
-			{"delivered (ACKs, over 1 RTT)", tl.deliveryXY()}}
+			{"delivered (cumulative ACKs, over 4 RTTs)", tl.deliveryXY()}}
 	} else {
 		rl = []line{{"received", tl.rateXY(tl.recv)}}
 	}
