@@ -118,9 +118,9 @@ type Config struct {
 	// of the connection's own, never under its locks nor
 	// on its pacer or reader: a slow Tracer costs the connection only memory, up to 65 536
 	// queued events, beyond which events are dropped and counted (trace.EventsLost). Close
-	// returns after the last event was delivered. Without a Tracer, a connection builds no
-	// events and allocates nothing for them. See package trace; trace.NewJSONWriter writes
-	// JSON lines.
+	// returns after the last event was delivered (so a Tracer must not call Close). Without a
+	// Tracer, or once the factory returned nil, a connection builds no events and allocates
+	// nothing for them. See package trace; trace.NewJSONWriter writes JSON lines.
 	Tracer func(trace.ConnInfo) trace.Tracer
 }
 

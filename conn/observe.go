@@ -121,9 +121,10 @@ func (r *logRecord) add(as ...slog.Attr) {
 
 // observer is a connection's logging and tracing.
 type observer struct {
-	log   *slog.Logger // nil: nothing is logged
-	debug bool         // log is enabled at slog.LevelDebug
-	tq    *traceQueue  // nil: not traced
+	log   *slog.Logger   // nil: nothing is logged
+	debug bool           // log is enabled at slog.LevelDebug
+	tq    *traceQueue    // nil: not traced
+	info  trace.ConnInfo // for the Tracer factory
 
 	pending  atomic.Bool // recs is not empty
 	mu       sync.Mutex  // guards the fields below; held only to append or swap
@@ -140,7 +141,7 @@ type observer struct {
 func (o *observer) init(cfg *Config, info trace.ConnInfo) {
 	o.initLog(cfg.Logger, "local", info.Local.String(), "remote", info.Remote.String(), "socket", info.LocalID)
 	if cfg.Tracer != nil {
-		o.tq = newTraceQueue(cfg.Tracer, info)
+		o.tq, o.info = newTraceQueue(), info
 	}
 }
 
@@ -438,8 +439,22 @@ func logDial(cfg *Config, raddr net.Addr, err error) {
 	}
 }
 
-// observeEstablished records the new connection (debug).
+// observeEstablished records the new connection (debug) and starts its trace, once its engine
+// exists.
 func (c *Conn) observeEstablished(ctl congestion.Controller, m *mux) {
+	if c.obs.tq != nil {
+		c.obs.tq.start(c.cfg.Tracer, c.obs.info, func() {
+			// Not traced: the engine stops building events (but keeps reporting what a debug
+			// log wants).
+			c.mu.Lock()
+			var t trace.Tracer
+			if c.obs.debug {
+				t = &c.obs
+			}
+			c.ep.SetTracer(t, false)
+			c.mu.Unlock()
+		})
+	}
 	if c.obs.debug {
 		c.obs.recordNow(slog.LevelDebug, "connection established", slog.Uint64("peer_socket", uint64(c.peerID)),
 			slog.Int("mss", c.mss), slog.String("congestion", fmt.Sprintf("%T", ctl)), slog.String("pacer", m.pacerName))

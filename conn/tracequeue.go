@@ -28,10 +28,14 @@ type traceQueue struct {
 	done chan struct{}
 }
 
-func newTraceQueue(factory func(trace.ConnInfo) trace.Tracer, info trace.ConnInfo) *traceQueue {
-	q := &traceQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
-	go q.run(factory, info)
-	return q
+func newTraceQueue() *traceQueue {
+	return &traceQueue{wake: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// start runs the delivery goroutine. If the factory declines the connection, declined is
+// called (from that goroutine, without locks) so that the engine stops building events.
+func (q *traceQueue) start(factory func(trace.ConnInfo) trace.Tracer, info trace.ConnInfo, declined func()) {
+	go q.run(factory, info, declined)
 }
 
 // add queues ev; it never blocks (the connection's mutex may be held).
@@ -54,11 +58,12 @@ func (q *traceQueue) add(ev trace.Event) {
 	}
 }
 
-func (q *traceQueue) run(factory func(trace.ConnInfo) trace.Tracer, info trace.ConnInfo) {
+func (q *traceQueue) run(factory func(trace.ConnInfo) trace.Tracer, info trace.ConnInfo, declined func()) {
 	defer close(q.done)
 	t := factory(info)
 	if t == nil {
 		q.off.Store(true)
+		declined()
 	}
 	var batch []trace.Event
 	for {

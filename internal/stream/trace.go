@@ -259,3 +259,8 @@ func (e *Endpoint) emitCC() {
 	e.tr.ccOnce, e.tr.period, e.tr.cwnd, e.tr.ph = true, e.period, e.cwnd, ph
 	e.emitEvent(trace.Event{Kind: trace.CongestionState, Period: e.period, CWnd: e.cwnd, Detail: ph})
 }
+
+// SetTracer replaces the engine's tracer (nil: none) and whether it gets per-packet events.
+func (e *Endpoint) SetTracer(t trace.Tracer, packets bool) {
+	e.tr.t, e.tr.pkts = t, packets && t != nil
+}
