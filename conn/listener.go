@@ -99,7 +99,7 @@ func newListener(pc net.PacketConn, own bool, cfg *Config) (*Listener, error) {
 		closing: make(chan struct{}),
 		byPeer:  make(map[peerKey]*Conn),
 	}
-	l.obs.initLog(cfg.Logger, "listener", m.local.String())
+	l.obs.initLog(cfg.Logger, "listener", m.local)
 	m.acquire()
 	m.mu.Lock()
 	m.listener = l

@@ -114,7 +114,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
-	m.obs.initLog(cfg.Logger, "local", m.local.String())
+	m.obs.initLog(cfg.Logger, "local", m.local)
 	if cfg.noGRO {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {

@@ -139,7 +139,7 @@ type observer struct {
 // init sets up o for a connection about to be created (before its engine: the engine's tracer
 // is o.engineTracer()).
 func (o *observer) init(cfg *Config, info trace.ConnInfo) {
-	o.initLog(cfg.Logger, "local", info.Local.String(), "remote", info.Remote.String(), "socket", info.LocalID)
+	o.initLog(cfg.Logger, "local", info.Local, "remote", info.Remote, "socket", info.LocalID)
 	if cfg.Tracer != nil {
 		o.tq, o.info = newTraceQueue(), info
 	}
