@@ -93,23 +93,23 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.obs.init(cfg, c.traceInfo(ctl, p, now))
 	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{
-		LocalID:        p.id,
-		PeerID:         p.peerID,
-		ISN:            p.isn,
-		PeerISN:        p.peerISN,
-		MSS:            p.mss,
-		PeerFlowWindow: p.peerFlowWindow,
-		SendBuffer:     cfg.SendBuffer,
-		RecvBuffer:     cfg.RecvBuffer / payloadSize(p.mss),
-		Controller:     ctl,
-		MaxBandwidth:   cfg.MaxBandwidth,
-		IdleTimeout:    cfg.IdleTimeout,
-		StrictPacing:   cfg.StrictPacing,
-		Burst:          sendBatch,
-		Start:          now,
-		Output:         c.output,
-		Tracer:         engineTracer,
-		TracePackets:   tracePackets,
+		LocalID:         p.id,
+		PeerID:          p.peerID,
+		ISN:             p.isn,
+		PeerISN:         p.peerISN,
+		MSS:             p.mss,
+		PeerFlowWindow:  p.peerFlowWindow,
+		SendBuffer:      cfg.SendBuffer,
+		RecvBuffer:      cfg.RecvBuffer / payloadSize(p.mss),
+		Controller:      ctl,
+		MaxBandwidth:    cfg.MaxBandwidth,
+		IdleTimeout:     cfg.IdleTimeout,
+		StrictPacing:    cfg.StrictPacing,
+		Start:           now,
+		Output:          c.output,
+		Tracer:          engineTracer,
+		TracePackets:    tracePackets,
+		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
