@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/pacer"
 )
@@ -115,9 +116,36 @@ type Config struct {
 	// opens itself; see udpio.NewLazyGRO). Not a user setting.
 	noGRO bool
 
-	// Logger receives debug and warning events (handshake rejections, dropped packets by
-	// reason, dead peers). Default: none.
+	// Logger receives what happens to connections and listeners worth an operator's
+	// attention, with the local and remote address and the socket ID:
+	//   - Warn: a dead peer (nothing heard for IdleTimeout) or a peer's error signal, the
+	//     connection's counters then; hostile or misdirected packets dropped (malformed, an ACK
+	//     or NAK of data never sent, packets from another address than the peer's); connection
+	//     requests rejected because the accept backlog is full.
+	//   - Error: the UDP socket failed under its connections.
+	//   - Info: a change of the path MTU in use; requests rejected for their UDT version or
+	//     socket type.
+	//   - Debug: connections established and closed, with their counters; benign drops
+	//     (duplicate data, data beyond the window, stray ACK2s, unused control types, stray
+	//     datagrams of unknown socket IDs); bad handshake cookies and fields; Dial's
+	//     rejections; congestion control phase changes (a controller with a Phase() string or
+	//     SlowStart() bool method tells them) and retransmission timeouts.
+	// Each reason is rate-limited per connection (per listener, per socket): the first
+	// occurrence is logged at once, then at most one line per 10 s, with the count since the
+	// last line ("count"); Close logs what is left. Nothing is logged while a connection's
+	// mutex is held: lines are recorded under it and logged after. Default: none.
 	Logger *slog.Logger
+
+	// Tracer, if set, is called for each connection when it is established (dialed or
+	// accepted) and returns the trace.Tracer that receives its events, or nil not to trace it;
+	// it may be called for several connections at once. It and the Tracer run on a goroutine
+	// of the connection's own, never under its locks nor
+	// on its pacer or reader: a slow Tracer costs the connection only memory, up to 65 536
+	// queued events, beyond which events are dropped and counted (trace.EventsLost). Close
+	// returns after the last event was delivered (so a Tracer must not call Close). Without a
+	// Tracer, or once the factory returned nil, a connection builds no events and allocates
+	// nothing for them. See package trace; trace.NewJSONWriter writes JSON lines.
+	Tracer func(trace.ConnInfo) trace.Tracer
 }
 
 // resolved returns a copy of c with every default filled in, or an error naming the bad field.
@@ -130,26 +158,26 @@ func (c *Config) resolved() (Config, error) {
 		r.MSS = DefaultMSS
 	}
 	if r.MSS < minMSS || r.MSS > maxMSS {
-		return r, fmt.Errorf("udt: Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
+		return r, fmt.Errorf("Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
 	}
 	if r.FlowWindow == 0 {
 		r.FlowWindow = DefaultFlowWindow
 	}
 	if r.FlowWindow < minFlowWindow || r.FlowWindow > maxFlowWindow {
-		return r, fmt.Errorf("udt: Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
+		return r, fmt.Errorf("Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
 	}
 	payload := r.MSS - udpIPOverhead - headerSize
 	if r.SendBuffer == 0 {
 		r.SendBuffer = DefaultBufferPackets * payload
 	}
 	if r.SendBuffer < payload {
-		return r, fmt.Errorf("udt: Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
+		return r, fmt.Errorf("Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
 	}
 	if r.RecvBuffer == 0 {
 		r.RecvBuffer = DefaultBufferPackets * payload
 	}
 	if r.RecvBuffer < minFlowWindow*payload {
-		return r, fmt.Errorf("udt: Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
+		return r, fmt.Errorf("Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
 	}
 	if r.RecvBuffer/payload > maxFlowWindow {
 		r.RecvBuffer = maxFlowWindow * payload
@@ -161,7 +189,7 @@ func (c *Config) resolved() (Config, error) {
 		r.Congestion = congestion.BBRFactory()
 	}
 	if r.MaxBandwidth < 0 {
-		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)
+		return r, fmt.Errorf("Config.MaxBandwidth %d is negative", r.MaxBandwidth)
 	}
 	if r.rdvTimeout <= 0 {
 		r.rdvTimeout = r.HandshakeTimeout

@@ -54,6 +54,8 @@ type Conn struct {
 	rdl, wdl  *deadline
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
+
+	obs observer // Config.Logger and Config.Tracer (observe.go)
 }
 
 // connParams are what the handshake settled.
@@ -63,6 +65,7 @@ type connParams struct {
 	mss            int
 	peerFlowWindow int
 	peer           netip.AddrPort
+	server         bool // accepted by a Listener
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
@@ -88,25 +91,29 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.dataFlow.c = c
 	c.timerFlow.c = c
 	var ctl congestion.Controller = cfg.Congestion()
+	c.obs.init(cfg, c.traceInfo(ctl, p, now))
+	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{
-		LocalID:        p.id,
-		PeerID:         p.peerID,
-		ISN:            p.isn,
-		PeerISN:        p.peerISN,
-		MSS:            p.mss,
-		PeerFlowWindow: p.peerFlowWindow,
-		SendBuffer:     cfg.SendBuffer,
-		RecvBuffer:     cfg.RecvBuffer / payloadSize(p.mss),
-		Controller:     ctl,
-		MaxBandwidth:   cfg.MaxBandwidth,
-		IdleTimeout:    cfg.IdleTimeout,
-		StrictPacing:   cfg.StrictPacing,
-		Messages:       cfg.MessageMode,
-		Start:          now,
-		Output:         c.output,
-
+		LocalID:         p.id,
+		PeerID:          p.peerID,
+		ISN:             p.isn,
+		PeerISN:         p.peerISN,
+		MSS:             p.mss,
+		PeerFlowWindow:  p.peerFlowWindow,
+		SendBuffer:      cfg.SendBuffer,
+		RecvBuffer:      cfg.RecvBuffer / payloadSize(p.mss),
+		Controller:      ctl,
+		MaxBandwidth:    cfg.MaxBandwidth,
+		IdleTimeout:     cfg.IdleTimeout,
+		StrictPacing:    cfg.StrictPacing,
+		Messages:        cfg.MessageMode,
+		Start:           now,
+		Output:          c.output,
+		Tracer:          engineTracer,
+		TracePackets:    tracePackets,
 		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
+	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
@@ -152,6 +159,7 @@ func (c *Conn) breakLocked(err error) {
 	c.deadOnce.Do(func() {
 		c.deadErr = err
 		close(c.dead)
+		c.observeBroken(err)
 	})
 }
 
@@ -176,6 +184,7 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
 	c.ep.HandlePacket(now, b)
 	c.afterEngineLocked()
 	c.mu.Unlock()
+	c.obs.flush()
 }
 
 // answerHandshake re-sends the handshake answer that made this connection (listener side): to a
@@ -228,7 +237,9 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.timerAt = c.ep.NextTimer()
 	c.afterEngineLocked()
 	next := c.timerAt
+	c.observeDrops(now, false)
 	c.mu.Unlock()
+	c.obs.flush()
 	return 0, next
 }
 
@@ -389,6 +400,7 @@ func (c *Conn) finish() {
 		c.awaitShutdownAnswer(rtt)
 	}
 	c.mu.Lock()
+	c.observeDrops(now, true)
 	c.breakLocked(net.ErrClosed)
 	c.mu.Unlock()
 	c.dataH.Remove()
@@ -403,6 +415,7 @@ func (c *Conn) finish() {
 		c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: now.Add(tombLife)})
 	}
 	c.mux.release()
+	c.obs.close()
 }
 
 // Shutdown retries: the reference sends one Shutdown and never repeats it (spec §3.4), so a

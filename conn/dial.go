@@ -60,7 +60,7 @@ func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, c
 	}
 	ap := addrPortOf(raddr)
 	if !ap.IsValid() {
-		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
+		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("not a UDP address: %v", raddr))
 	}
 	m, err := newMux(pc, false, &r)
 	if err != nil {
@@ -204,11 +204,14 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 					continue
 				}
 				m.release()
-				return fail(rejection(&hs, cfg))
+				err := rejection(&hs, cfg)
+				logDial(cfg, raddr, err)
+				return fail(err)
 			case packet.ReqResponse:
 				p, err := checkResponse(&hs, isn, cfg)
 				if err != nil {
 					m.release()
+					logDial(cfg, raddr, err)
 					return fail(err)
 				}
 				p.id, p.peer = id, peer

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -54,6 +55,7 @@ type mux struct {
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
 	drops muxDrops
+	obs   observer // Config.Logger of the socket's first user (observe.go)
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -112,6 +114,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
+	m.obs.initLog(cfg.Logger, "local", m.local)
 	if cfg.noGRO {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {
@@ -188,6 +191,9 @@ func (m *mux) teardown() {
 	} else {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
+	}
+	if m.obs.log != nil {
+		m.obs.wait()
 	}
 	if m.failing.Load() {
 		// The reader is exiting on its own, and may be the goroutine running this teardown
@@ -270,6 +276,7 @@ func (m *mux) readLoop(pktSize int) {
 			msg := &msgs[i]
 			if msg.Truncated {
 				m.drops.oversized.Add(1)
+				m.logDrop(reasonOversized)
 				continue
 			}
 			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
@@ -322,12 +329,16 @@ func (m *mux) fail(err error) {
 	if l != nil {
 		l.breakWith(err)
 	}
+	m.obs.recordNow(slog.LevelError, "socket failed", slog.String("error", err.Error()),
+		slog.Int("connections", len(conns)), slog.Bool("listener", l != nil))
+	m.obs.flush()
 }
 
 // dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
 func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
+		m.logDrop(reasonShort)
 		return
 	}
 	dst := binary.BigEndian.Uint32(b[12:16])
@@ -342,6 +353,7 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 		m.mu.RUnlock()
 		if l == nil {
 			m.drops.noListener.Add(1)
+			m.logDrop(reasonNoListener)
 			return
 		}
 		l.handleHandshake(b, from, now)
@@ -375,6 +387,7 @@ func (m *mux) answerTomb(dst uint32, b []byte, from netip.AddrPort, now time.Tim
 	m.mu.Unlock()
 	if !ok || t.peer != from || isShutdown(b) {
 		m.drops.unknownDest.Add(1)
+		m.logDrop(reasonUnknownDest)
 		return
 	}
 	var pkt [headerSize + 4]byte

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/seqno"
 )
@@ -87,6 +88,11 @@ type Config struct {
 	// Output sends one control packet now. It is called synchronously from within engine calls,
 	// must not call back into the Endpoint, and may use ctrl only during the call.
 	Output func(ctrl []byte)
+	// Tracer, if not nil, receives the engine's events (trace.Kind) synchronously from within
+	// engine calls; it must not call back into the Endpoint. Per-packet events (PacketSent,
+	// PacketRetransmitted, PacketReceived, PacerLate) only with TracePackets.
+	Tracer       trace.Tracer
+	TracePackets bool
 }
 
 func (c *Config) applyDefaults() {

@@ -85,6 +85,7 @@ type Endpoint struct {
 	ctrl       []byte // scratch for control packets
 
 	stats Stats
+	tr    tracing // Config.Tracer (trace.go)
 }
 
 // New returns the engine of an established connection; now is the time the connection became
@@ -143,6 +144,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
+	e.tr = newTracing(&cfg)
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
 	e.period = -1 // force the first SetInterval
 	e.applyCC()
@@ -172,6 +174,7 @@ func (e *Endpoint) applyCC() {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
+	e.traceCC()
 }
 
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
@@ -181,7 +184,7 @@ type PeerIdleError struct {
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
+	return fmt.Sprintf("peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
 }
 
 // Timeout reports true: the connection broke because a timer expired.
@@ -196,7 +199,7 @@ type PeerError struct {
 	Code uint32
 }
 
-func (e *PeerError) Error() string { return fmt.Sprintf("udt: peer reported error %d", e.Code) }
+func (e *PeerError) Error() string { return fmt.Sprintf("peer reported error %d", e.Code) }
 
 // Err returns nil while the connection works, a *PeerIdleError once the peer stayed silent for
 // IdleTimeout, or a *PeerError after the peer's error signal. A peer's Shutdown is not an error:
@@ -286,6 +289,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		return
 	}
 	t := e.since(now)
+	e.traceAt(now)
 	if len(b) < headerSize {
 		e.stats.Drops.Malformed++
 		return
