@@ -17,12 +17,10 @@ import (
 	"github.com/udtgo/udt/pacer"
 )
 
-// sendBatch is the most data packets one pacer call releases for one connection (and the UDP
-// GSO limit of 64 segments per send). It is also each connection's catch-up credit
-// (stream.Config.Burst): a pacer that wakes late may send up to this many due packets back to
-// back. Precise waiters are rarely late, so the credit is seldom used; the runtime timer
-// ("gotimer") is ~1 ms late on Linux and needs it to pace above ~1000 packets per wake period.
-const sendBatch = 64
+// sendBatch is the most data packets one pacer call releases for one connection, sent as one
+// GSO batch: pacer.MaxBurst (the burst rule is the pacer's; each connection's catch-up credit is
+// pacer.BurstFor its rate).
+const sendBatch = pacer.MaxBurst
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
 // number of connections, which it tells apart by destination socket ID. It owns three goroutines
@@ -44,9 +42,10 @@ type mux struct {
 	sendBufs [][]byte
 
 	mu       sync.RWMutex
-	conns    map[uint32]*Conn   // established connections by local socket ID
-	dialers  map[uint32]*dialer // handshakes in progress by local socket ID
-	tombs    map[uint32]tomb    // recently closed connections, answered with Shutdown
+	conns    map[uint32]*Conn           // established connections by local socket ID
+	dialers  map[uint32]*dialer         // handshakes in progress by local socket ID
+	rdv      map[netip.AddrPort]*dialer // rendezvous in progress by peer address (rendezvous.go)
+	tombs    map[uint32]tomb            // recently closed connections, answered with Shutdown
 	listener *Listener
 	refs     int
 	closed   bool
@@ -56,8 +55,8 @@ type mux struct {
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
 	drops     muxDrops
-	sockDrops socketDrops  // the kernel's drops at the socket (ovfl.go)
-	log       *slog.Logger // the first user's Config.Logger
+	sockDrops socketDrops // the kernel's drops at the socket (ovfl.go)
+	obs       observer    // Config.Logger of the socket's first user (observe.go)
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -107,15 +106,16 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		local:      pc.LocalAddr(),
 		waiter:     w,
 		pacerName:  cfg.Pacer,
-		send:       pacer.New(w, pacer.Config{Burst: sendBatch}),
-		timers:     pacer.New(tw, pacer.Config{}),
+		send:       pacer.New(w, pacer.Config{Burst: sendBatch, Tolerance: cfg.PacingTolerance}),
+		timers:     pacer.New(tw, pacer.Config{Tolerance: pacer.Exact}), // a timer is due at its time, not before
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
+		rdv:        make(map[netip.AddrPort]*dialer),
 		tombs:      make(map[uint32]tomb),
 		readerDone: make(chan struct{}),
-		log:        cfg.Logger,
 	}
 	m.udp, _ = pc.(addrPortConn)
+	m.obs.initLog(cfg.Logger, "local", m.local)
 	if cfg.noGRO {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {
@@ -135,6 +135,15 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	m.initDrops()
 	go m.readLoop(pktSize)
 	return m, nil
+}
+
+// pacingTolerance is the data pacer's tolerance (the socket's first user's, see
+// Config.PacingTolerance) as a stream.Config value: pacer.Exact for none.
+func (m *mux) pacingTolerance() time.Duration {
+	if t := m.send.Tolerance(); t > 0 {
+		return t
+	}
+	return pacer.Exact
 }
 
 func closeWaiter(w pacer.Waiter) {
@@ -185,6 +194,9 @@ func (m *mux) teardown() {
 	} else {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
+	}
+	if m.obs.log != nil {
+		m.obs.wait()
 	}
 	if m.failing.Load() {
 		// The reader is exiting on its own, and may be the goroutine running this teardown
@@ -268,6 +280,7 @@ func (m *mux) readLoop(pktSize int) {
 			msg := &msgs[i]
 			if msg.Truncated {
 				m.drops.oversized.Add(1)
+				m.logDrop(reasonOversized)
 				continue
 			}
 			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
@@ -320,21 +333,31 @@ func (m *mux) fail(err error) {
 	if l != nil {
 		l.breakWith(err)
 	}
+	m.obs.recordNow(slog.LevelError, "socket failed", slog.String("error", err.Error()),
+		slog.Int("connections", len(conns)), slog.Bool("listener", l != nil))
+	m.obs.flush()
 }
 
 // dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
 func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
+		m.logDrop(reasonShort)
 		return
 	}
 	dst := binary.BigEndian.Uint32(b[12:16])
 	m.mu.RLock()
 	if dst == 0 {
+		if d := m.rendezvousFor(b, from); d != nil {
+			m.mu.RUnlock()
+			d.handleDatagram(b, from)
+			return
+		}
 		l := m.listener
 		m.mu.RUnlock()
 		if l == nil {
 			m.drops.noListener.Add(1)
+			m.logDrop(reasonNoListener)
 			return
 		}
 		l.handleHandshake(b, from, now)
@@ -368,6 +391,7 @@ func (m *mux) answerTomb(dst uint32, b []byte, from netip.AddrPort, now time.Tim
 	m.mu.Unlock()
 	if !ok || t.peer != from || isShutdown(b) {
 		m.drops.unknownDest.Add(1)
+		m.logDrop(reasonUnknownDest)
 		return
 	}
 	var pkt [headerSize + 4]byte

@@ -11,14 +11,15 @@ import (
 // Kernel receive-buffer overflows. When the reader falls behind, the kernel drops datagrams at
 // the socket's full receive queue before any of our code sees them: the sender then only sees
 // losses. The multiplexer reads the socket's drop counter (udpio.SocketDrops, Linux) for Stats
-// and, from the reader goroutine at most once per dropCheckEvery, logs a warning when it grew —
-// at most once per dropWarnEvery, with the drops since the last warning — so that a receive
-// buffer too small for the rate (the kernel's default is ~208 KiB, its cap net.core.rmem_max)
-// shows in the logs instead of only as a lower rate.
-var (
-	dropCheckEvery = time.Second      // a getsockopt per second of reading: nothing against a batch per ms
-	dropWarnEvery  = 10 * time.Second // a burst of overflows costs one log line per 10 s, not one per burst
-)
+// and, from the reader goroutine at most once per dropCheckEvery, logs a warning through
+// Config.Logger when it grew (rate-limited as every reason is, observe.go: the first at once,
+// then at most one line per 10 s with the drops since the last), so that a receive buffer too
+// small for the rate (the kernel's default is ~208 KiB, its cap net.core.rmem_max) shows in the
+// logs instead of only as a lower rate.
+
+// dropCheckEvery is how often the reader reads the counter: a getsockopt per second of reading,
+// nothing against a batch per ms.
+var dropCheckEvery = time.Second
 
 // socketDrops tracks one socket's kernel drop counter from the multiplexer's start.
 type socketDrops struct {
@@ -27,8 +28,7 @@ type socketDrops struct {
 	last      uint32 // counter at the last read
 	total     uint64 // drops since the multiplexer started
 	nextCheck time.Time
-	warned    uint64 // total at the last warning
-	lastWarn  time.Time
+	logged    uint64 // total when the reader last looked (checkDrops)
 }
 
 // initDrops takes the counter's starting value (the socket may have dropped before we used it).
@@ -67,11 +67,22 @@ func (m *mux) checkDrops(now time.Time) {
 	}
 	s.nextCheck = now.Add(dropCheckEvery)
 	total, rcvbuf := m.readDrops()
-	if total == s.warned || now.Sub(s.lastWarn) < dropWarnEvery && !s.lastWarn.IsZero() {
+	delta := total - s.logged
+	s.logged = total
+	o := &m.obs
+	if delta == 0 || o.log == nil {
 		return
 	}
-	m.log.Warn("udt: the kernel dropped datagrams at a full socket receive buffer; raise it (SetReadBuffer on your socket, net.core.rmem_max)",
-		slog.String("local", m.local.String()), slog.Uint64("drops", total-s.warned),
-		slog.Uint64("total", total), slog.Int("rcvbuf_bytes", rcvbuf))
-	s.warned, s.lastWarn = total, now
+	o.mu.Lock()
+	n, ok := o.lim.note(reasonKernelDrops, delta, now)
+	if ok {
+		rec := logRecord{level: slog.LevelWarn,
+			msg: "the kernel dropped datagrams at a full socket receive buffer; raise it (SetReadBuffer on your socket, net.core.rmem_max)"}
+		rec.add(slog.Uint64("drops", n), slog.Uint64("total", total), slog.Int("rcvbuf_bytes", rcvbuf))
+		o.appendLocked(rec)
+	}
+	o.mu.Unlock()
+	if ok {
+		o.flush() // the reader goroutine: no lock held
+	}
 }

@@ -143,7 +143,7 @@ func FuzzReceiver(f *testing.F) {
 		now := t0
 		var dst []Range
 		for len(ops) >= 3 {
-			op, a, b := ops[0]%7, int(ops[1]), int(ops[2])
+			op, a, b := ops[0]%8, int(ops[1]), int(ops[2])
 			ops = ops[3:]
 			switch op {
 			case 0, 5: // insert a gap, reported (0) or pending (5)
@@ -237,6 +237,19 @@ func FuzzReceiver(f *testing.F) {
 							t.Fatalf("Due missed %d", q)
 						}
 					}
+				}
+			case 7: // a message drop request gives a range up
+				first := base.Add(a*w/128 - w/4)
+				last := first.Add(b * w / 256)
+				want := 0
+				for q := range m.set {
+					if seqno.Offset(first, q) >= 0 && seqno.Offset(q, last) >= 0 {
+						delete(m.set, q)
+						want++
+					}
+				}
+				if n := r.RemoveRange(first, last); n != want {
+					t.Fatalf("RemoveRange(%d, %d) = %d, want %d", first, last, n, want)
 				}
 			case 6: // gaps that outlived the reordering window
 				wait := time.Duration(b) * time.Millisecond

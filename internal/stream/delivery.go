@@ -48,9 +48,8 @@ type pktRecord struct {
 	delivered   int64         // P.delivered: C.delivered at the send
 	lost        int64         // C.lost at the send
 	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
-	dbgSacked   int64
-	event       uint64 // the delivery events counted when it was sent (see spans)
-	size        int32  // datagram bytes
+	event       uint64        // the delivery events counted when it was sent (see spans)
+	size        int32         // datagram bytes
 	flags       uint8
 }
 
@@ -145,8 +144,6 @@ type deliveryEvent struct {
 	refSent        time.Duration
 	refFirst       time.Duration
 	refLost        int64
-	refSacked      int64
-	refP           pktRecord
 	refTxInFlight  int64
 	refFlags       uint8
 	refEvent       uint64
@@ -218,7 +215,6 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 	p.sent, p.firstSent, p.deliveredAt = t, d.firstSentTime, d.deliveredTime
 	p.delivered, p.lost, p.txInFlight = d.delivered, d.lost, d.inflight
 	p.event = d.events
-	p.dbgSacked = dbgSacked
 }
 
 // learnt moves C.delivered_time when an event reports a packet received beyond every one known
@@ -344,8 +340,6 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		ev.refDelivered, ev.refDeliveredAt = p.delivered, p.deliveredAt
 		ev.refSent, ev.refFirst = p.sent, p.firstSent
 		ev.refLost, ev.refTxInFlight, ev.refFlags, ev.refEvent = p.lost, p.txInFlight, p.flags, p.event
-		ev.refSacked = p.dbgSacked
-		ev.refP = *p
 		d.firstSentTime = p.sent
 	}
 }
@@ -435,7 +429,6 @@ func (d *deliveryTracker) lateBefore(event uint64, w time.Duration) int64 {
 func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	from := max(seqno.Offset(d.base, first), 0)
 	to := min(seqno.Offset(d.base, last), d.n-1)
-	dbgLost(d, from, to)
 	for k := from; k <= to; k++ {
 		p := d.at(k)
 		p.flags |= pktEverLost
@@ -471,7 +464,6 @@ func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq
 			continue
 		}
 		d.deliver(k, p, t)
-		dbgSacked += int64(p.size)
 	}
 	if seqno.Offset(d.sackFront, frontier) >= 0 {
 		d.sackFront = frontier.Inc()
@@ -510,7 +502,6 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		s.LostSinceSent = d.lost - ev.refLost
 		s.AppLimited = ev.refFlags&pktAppLimited != 0
 		d.pushSpan(ev.minSent)
-		dbgInvalid(ev, d, t)
 		if ev.refFlags&(pktRetrans|pktLate) == 0 {
 			// The draft's interval, max(send elapsed, ACK elapsed), and the span over which
 			// everything counted was sent: a cumulative ACK that jumps a repaired hole counts
@@ -522,17 +513,8 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			delivered := d.delivered - ev.refDelivered - d.lateBefore(ev.refEvent, ev.refDeliveredAt)
 			if delivered > 0 && interval > 0 {
 				s.Delivered, s.Interval = delivered, interval
-				dbgSample(s, ev, t)
 			}
 		}
 	}
 	return s, true
 }
-
-var dbgSample = func(s congestion.Delivery, ev *deliveryEvent, t time.Duration) {}
-
-var dbgSacked int64
-
-var dbgLost = func(d *deliveryTracker, from, to int) {}
-
-var dbgInvalid = func(ev *deliveryEvent, d *deliveryTracker, t time.Duration) {}

@@ -22,7 +22,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.arrivals.OnArrival(now, seq)
 	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
 	ts := be.Uint32(b[8:])
-	switch err := e.rcv.Insert(seq, payload); err {
+	switch err := e.insert(seq, b, payload); err {
 	case nil:
 	case buffer.ErrBeyondWindow:
 		e.stats.Drops.OutOfWindow++
@@ -33,6 +33,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		return
 	}
 	e.stats.BytesRecv += uint64(len(payload))
+	e.traceReceived(seq, len(payload))
 	if d := seqno.Offset(e.lrsn, seq); d > 1 {
 		// A gap: [lrsn+1, seq−1] is missing. It is reported once it has outlived the reordering
 		// window (at once while the window is zero: spec §2.4's immediate NAK); reorder.go.
@@ -68,6 +69,7 @@ func (e *Endpoint) sendLightACK(t time.Duration) {
 	e.ack = packet.ACK{Form: packet.ACKLight, AckNo: uint32(ack)}
 	e.sendACKPacket(t, &e.ack)
 	e.stats.LightACKSent++
+	e.traceACKSent()
 }
 
 // ackPeriod is the full-ACK period: SYN, or the controller's shorter ACKPeriod (spec §4.1).
@@ -133,6 +135,7 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	e.lastACKTime = t
 	e.advertised = free
 	e.stats.ACKSent++
+	e.traceACKSent()
 }
 
 // maybeWindowUpdate sends a medium ACK with the new flow window when Read freed a significant
@@ -161,6 +164,7 @@ func (e *Endpoint) maybeWindowUpdate() {
 	e.advertised = free
 	e.stats.ACKSent++
 	e.stats.WindowUpdates++
+	e.traceACKSent()
 }
 
 // onACK2 takes an RTT sample from the ACK it confirms (spec §2.5).
@@ -171,10 +175,8 @@ func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
 		return
 	}
 	e.stats.ACK2Recv++
-	if dbgRTT != nil {
-		dbgRTT("ack2", sample)
-	}
 	e.rttSample(sample)
+	e.traceRTT()
 	if seqno.Offset(e.rcvLastAckAck, ack) > 0 {
 		e.rcvLastAckAck = ack
 	}
@@ -211,4 +213,5 @@ func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
 	e.sendNAK(t)
 	e.lastPeriodicNAK = t
 	e.stats.NAKPeriodic++
+	e.traceNAKSent()
 }

@@ -179,6 +179,7 @@ func (e *Endpoint) checkPendingNAK(t time.Duration, now time.Time) {
 	for _, r := range e.dueRanges {
 		e.nak.Ranges = append(e.nak.Ranges, packet.SeqRange{First: uint32(r.First), Last: uint32(r.Last)})
 		e.stats.RcvLoss += uint64(r.Len())
+		e.traceGap(r.First, r.Last, r.Len())
 	}
 	e.rro.win.lossesDeclared(len(e.dueRanges))
 	e.markNAK()
@@ -325,6 +326,13 @@ func (e *Endpoint) deferLoss(seq seqno.Seq) {
 	}
 	if n, err := e.sro.deferred.Insert(seq, seq); err == nil && n > 0 {
 		e.stats.LossDeferred++
+	}
+}
+
+// forgetDeferred drops first..last from the deferred losses (a given-up message's packets).
+func (e *Endpoint) forgetDeferred(first, last seqno.Seq) {
+	if d := e.sro.deferred; d != nil {
+		d.RemoveRange(first, last)
 	}
 }
 

@@ -55,14 +55,15 @@ func (l *sentLog) at(seq seqno.Seq) *sentRec {
 // of one in flight; anything else is ignored.
 func (l *sentLog) onSend(seq seqno.Seq, t time.Duration, retrans bool) {
 	if !retrans {
-		if seqno.Offset(l.base, seq) != l.n || l.n >= l.limit {
-			return
+		// Numbers the send buffer skipped (a given-up message's unsent packets take their
+		// numbers as if sent, buffer.SendBuffer.GiveUp) are recorded as sent now too.
+		for k := seqno.Offset(l.base, seq); l.n <= k && l.n < l.limit; {
+			if l.n == len(l.ring) {
+				l.grow()
+			}
+			l.n++
+			l.ring[(l.head+l.n-1)&(len(l.ring)-1)] = sentRec{last: t}
 		}
-		if l.n == len(l.ring) {
-			l.grow()
-		}
-		l.n++
-		*l.at(seq) = sentRec{last: t}
 		return
 	}
 	r := l.at(seq)

@@ -34,6 +34,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		return
 	}
 	t := e.since(now)
+	e.traceAt(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
 		e.err = &PeerIdleError{Idle: idle}
 		return
@@ -121,6 +122,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoCount++
 	e.rtoBase = t
 	e.awaitingPeer = true
+	e.traceTimeout()
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
 		e.rtoGoBack = e.rtoCount > 2 // the second expiry probes once more first (see above)
