@@ -88,10 +88,11 @@ type BBR struct {
 	background         lossWindow
 
 	// Startup (draft §4.3.1).
-	filledPipe  bool
-	fullBw      float64
-	fullBwCount int
-	fullBwNow   bool
+	filledPipe   bool
+	fullBw       float64
+	fullBwCount  int
+	fullBwNow    bool
+	roundSampled bool // the current round gave a valid delivery-rate sample
 
 	// ProbeBW (draft §4.3.3).
 	cycleStamp         time.Time

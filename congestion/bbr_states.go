@@ -24,17 +24,25 @@ func (b *BBR) enterStartup() {
 }
 
 // checkFullBwReached detects a bandwidth plateau (draft §4.3.1.2): three rounds in which no
-// sample grew by 25 %.
+// sample grew by 25 %. A round that gave no valid sample at all is no evidence either way (on a
+// lossy path every ACK of a round may follow a repaired hole, delivery.go), so it is not counted;
+// TCP's per-segment ACKs always give the draft samples.
 func (b *BBR) checkFullBwReached(d Delivery, rate float64) {
-	if b.fullBwNow || d.AppLimited || rate <= 0 && !b.roundStart {
+	if b.fullBwNow || d.AppLimited {
 		return
 	}
-	if rate >= b.fullBw*bbrFullBwThresh {
+	sampled := b.roundSampled
+	if b.roundStart {
+		b.roundSampled = rate > 0
+	} else {
+		b.roundSampled = b.roundSampled || rate > 0
+	}
+	if rate > 0 && rate >= b.fullBw*bbrFullBwThresh {
 		b.resetFullBw()
 		b.fullBw = rate
 		return
 	}
-	if !b.roundStart {
+	if !b.roundStart || !sampled && rate <= 0 {
 		return
 	}
 	b.fullBwCount++

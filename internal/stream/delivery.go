@@ -334,8 +334,13 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
 		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
 	}
-	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet.
-	if !ev.hasRef || p.delivered > ev.refDelivered || p.delivered == ev.refDelivered && p.sent > ev.refSent {
+	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet —
+	// here the most recently sent original transmission when there is one. A repaired hole is
+	// acknowledged together with the packets behind it; the draft's choice would be the
+	// retransmission, whose send time is ambiguous (no sample), and on a path that loses a few
+	// percent nearly every cumulative ACK repairs a hole.
+	orig, refOrig := p.flags&pktRetrans == 0, ev.refFlags&pktRetrans == 0
+	if !ev.hasRef || orig && !refOrig || orig == refOrig && (p.delivered > ev.refDelivered || p.delivered == ev.refDelivered && p.sent > ev.refSent) {
 		ev.hasRef = true
 		ev.refDelivered, ev.refDeliveredAt = p.delivered, p.deliveredAt
 		ev.refSent, ev.refFirst = p.sent, p.firstSent

@@ -205,6 +205,9 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 					worst = max(worst, rate(s)/path)
 					sum += rate(s)
 				}
+				if seed == 1 {
+					t.Logf("seed 1: %d samples, mean %.3f of the path", len(p.samples), sum/float64(len(p.samples))/path)
+				}
 				if mean := sum / float64(len(p.samples)) / path; c.loss == 0 && mean < 0.9 {
 					t.Errorf("seed %d: mean sample %.3f of the path's rate, want ≥ 0.9", seed, mean)
 				}
