@@ -10,7 +10,9 @@
 //     run of datagrams of one flow glued together (up to 64 KiB) with a UDP_GRO control message giving
 //     the segment size; ReadBatch cuts them apart again. On loopback, GSO sends reach a GRO socket
 //     still coalesced, so both ends pay one system call per run.
-//   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer.
+//   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer, through
+//     golang.org/x/net/ipv4 and ipv6 ReadBatch/WriteBatch (as wireguard-go's and quic-go's batch
+//     I/O use them). The control messages above are the only part written by hand.
 //   - Software receive timestamps (socket(7) SO_TIMESTAMPNS): each Message carries the time the
 //     kernel received it (Message.Time, on the monotonic clock), so a reader that was descheduled
 //     while datagrams queued does not see them as arriving back to back; UDT's arrival-speed and
