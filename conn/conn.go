@@ -209,7 +209,7 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	next = c.depAt
 	c.mu.Unlock()
 	if n > 0 {
-		c.mux.io.WriteBatch(bufs[:n], c.peer) // a send error loses packets; retransmission recovers them
+		c.mux.writeData(bufs[:n], c.peer)
 	}
 	return n, next
 }
@@ -226,6 +226,9 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.afterEngineLocked()
 	next := c.timerAt
 	c.mu.Unlock()
+	if c.mux.reportsPending.Load() {
+		c.mux.drainReports()
+	}
 	return 0, next
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/udtgo/udt/internal/udpio"
@@ -53,6 +54,10 @@ type mux struct {
 	readerDone chan struct{}
 	deadErr    error       // set before readerDone closes when the socket failed under us
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
+
+	// reportsPending: a write failed with an error that means the kernel queued an ICMP report
+	// (icmp.go); the next goroutine free of connection locks drains them.
+	reportsPending atomic.Bool
 
 	drops muxDrops
 }
@@ -117,6 +122,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	} else {
 		m.io = udpio.New(pc)
 	}
+	m.io.EnableReports() // ICMP errors: icmp.go
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
 	m.sendBufs = make([][]byte, sendBatch)
@@ -249,6 +255,9 @@ func (m *mux) readLoop(pktSize int) {
 				m.fail(err)
 				return
 			}
+			if isReportErr(err) {
+				m.drainReports()
+			}
 			// A transient error (ICMP-triggered ECONNREFUSED, ENOBUFS) is retried; one that
 			// keeps coming back is retried with a growing pause instead of a busy loop.
 			if failures++; failures > 8 {
@@ -257,6 +266,9 @@ func (m *mux) readLoop(pktSize int) {
 			continue
 		}
 		failures = 0
+		if m.reportsPending.Load() {
+			m.drainReports()
+		}
 		for i := range msgs[:n] {
 			msg := &msgs[i]
 			if msg.Truncated {
@@ -278,8 +290,20 @@ func (m *mux) readLoop(pktSize int) {
 	}
 }
 
-// writeTo sends one datagram; a send error is not fatal (the packet counts as lost).
+// writeTo sends one datagram; a send error is not fatal (the packet counts as lost). It may run
+// under a connection's lock, so a report error only marks reports pending (see writeOnce).
 func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
+	err := m.writeOnce(b, to, toAddr)
+	if err != nil && isReportErr(err) && !errors.Is(err, syscall.EMSGSIZE) {
+		// The error was an earlier datagram's ICMP report, delivered to this write, which
+		// therefore did not send: send it again.
+		m.reportsPending.Store(true)
+		err = m.writeOnce(b, to, toAddr)
+	}
+	return err
+}
+
+func (m *mux) writeOnce(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 	var err error
 	if m.udp != nil {
 		_, err = m.udp.WriteToUDPAddrPort(b, to)

@@ -75,6 +75,7 @@ type Endpoint struct {
 	lastSend   time.Duration // anything sent to the peer
 	kaReplied  time.Duration // when we last answered the peer's keep-alive (see keepAliveDue)
 	kaTimer    time.Duration // when our keep-alive timer last sent one
+	unreachAt  time.Duration // first port-unreachable report since lastRecv, −1 none (unreachable.go)
 	err        error
 	peerClosed bool
 	closed     bool
@@ -126,7 +127,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.acks = rtt.NewHistory(ackHistory)
 
 	e.lastRecv, e.lastSend = t, t
-	e.kaReplied, e.kaTimer = -1, -1
+	e.kaReplied, e.kaTimer, e.unreachAt = -1, -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
@@ -187,11 +188,12 @@ func burstFor(p time.Duration, limit int) int {
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
 // net.Error whose Timeout() is true.
 type PeerIdleError struct {
-	Idle time.Duration // how long the peer was silent
+	Idle    time.Duration // how long the peer was silent
+	Refused bool          // a port-unreachable report shortened the wait (unreachable.go)
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
+	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v%s", e.Idle.Round(time.Millisecond), e.refusedText())
 }
 
 // Timeout reports true: the connection broke because a timer expired.

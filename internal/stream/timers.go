@@ -33,6 +33,9 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.err = &PeerIdleError{Idle: idle}
 		return
 	}
+	if e.checkUnreachable(t) {
+		return
+	}
 	e.checkACK(t, now)
 	e.checkNAK(t, now)
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
@@ -135,6 +138,9 @@ func (e *Endpoint) NextTimer() time.Time {
 		return time.Time{}
 	}
 	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveDue())
+	if d, ok := e.unreachableDue(); ok {
+		next = min(next, d)
+	}
 	if d, ok := e.ackDue(); ok {
 		next = min(next, d)
 	}

@@ -38,6 +38,12 @@ type sysConn struct {
 	// arriving); then the reader turns it on, between two reads. Owned by the reader.
 	lazyGRO bool
 	stamps  bool // SO_TIMESTAMPNS is on: every datagram comes with an SCM_TIMESTAMPNS message
+	family  int  // AF_INET or AF_INET6
+
+	reports atomic.Bool // IP_RECVERR is on: readReports drains the error queue
+	errq    errQueue
+	df      atomic.Bool // IP_PMTUDISC_DO is on
+	fragMu  sync.Mutex  // serialises writeFragmented's option changes
 
 	// For tests: GSO messages sent (each up to MaxGSOSegments datagrams), sendmmsg calls made.
 	gsoSends, sendCalls atomic.Uint64
@@ -53,6 +59,7 @@ func newSys(uc *net.UDPConn, o options) batcher {
 	}
 	s := &sysConn{uc: uc, rc: rc}
 	var family int
+	defer func() { s.family = family }()
 	var domErr, segErr, groErr, tsErr error
 	cerr := rc.Control(func(fd uintptr) {
 		family, domErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
@@ -111,8 +118,4 @@ func addrPortOfUDP(a net.Addr) netip.AddrPort {
 		return netip.AddrPort{}
 	}
 	return unmap(ua.AddrPort())
-}
-
-func unmap(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

@@ -54,6 +54,11 @@ type batcher interface {
 	readBatch(msgs []Message) (int, error)
 	writeBatch(bufs [][]byte, to netip.AddrPort) (int, error)
 	features() (gso, gro, mmsg bool)
+	enableReports() bool
+	readReports(rs []Report) int
+	enableDontFragment() bool
+	maxDatagram(to netip.AddrPort) int
+	writeFragmented(b []byte, to netip.AddrPort, mtu int) error
 }
 
 // Conn moves batches of UDP datagrams over a net.PacketConn.

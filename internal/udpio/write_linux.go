@@ -69,8 +69,14 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	defer s.scratch.Put(w)
 	w.setTo(to)
 	sent := 0
+	gso := s.gso.Load()
+	// singles: the last GSO message was refused with EINVAL, which means either a device that
+	// cannot segment or, with Don't Fragment on, a segment larger than the path MTU (the kernel
+	// says EINVAL for a GSO size it cannot send, EMSGSIZE for a single datagram): sending the
+	// same datagrams singly tells which.
+	singles := false
 	for sent < len(bufs) {
-		k := w.pack(bufs[sent:], s.gso.Load())
+		k := w.pack(bufs[sent:], gso && !singles)
 		n, err := s.x.WriteBatch(w.ms[:k], 0)
 		s.sendCalls.Add(1)
 		if err != nil {
@@ -86,10 +92,19 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 		w.clear(k)
 		switch {
 		case err == nil, errors.Is(err, unix.EINTR):
-		case gsoFailed && (errors.Is(err, unix.EIO) || errors.Is(err, unix.EINVAL)):
-			// No checksum offload on the device (EIO), or a size the kernel refuses (EINVAL):
-			// udp(7). Give up GSO on this Conn and send these datagrams again without it.
+			if singles && n > 0 {
+				// Single datagrams go where the GSO send did not: the device refuses GSO (udp(7)).
+				s.gso.Store(false)
+				gso = false
+			}
+			singles = false
+		case gsoFailed && errors.Is(err, unix.EIO):
+			// No checksum offload on the device: udp(7). Give up GSO on this Conn and send
+			// these datagrams again without it.
 			s.gso.Store(false)
+			gso = false
+		case gsoFailed && errors.Is(err, unix.EINVAL):
+			singles = true
 		default:
 			return sent, err
 		}
