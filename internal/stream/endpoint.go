@@ -76,6 +76,7 @@ type Endpoint struct {
 	kaReplied  time.Duration // when we last answered the peer's keep-alive (see keepAliveDue)
 	kaTimer    time.Duration // when our keep-alive timer last sent one
 	unreachAt  time.Duration // first port-unreachable report since lastRecv, −1 none (unreachable.go)
+	pmtu       pmtud         // packet size and path MTU discovery (pmtud.go)
 	err        error
 	peerClosed bool
 	closed     bool
@@ -106,12 +107,14 @@ func New(cfg Config, now time.Time) *Endpoint {
 		lossRanges:  make([]congestion.Range, 0, maxRanges),
 		dueRanges:   make([]losslist.Range, 0, maxRanges/2),
 	}
-	e.nak.Ranges = make([]packet.SeqRange, 0, maxRanges/2)
+	// A NAK must fit a packet of the base size: the reverse path's MTU is not discovered.
+	e.nak.Ranges = make([]packet.SeqRange, 0, nakRangesFor(cfg))
 	e.minPeriod = congestion.MinPeriod(cfg.MaxBandwidth, cfg.MSS)
 	t := e.since(now)
 
 	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
 	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	e.initPMTU(cfg.PathMTU)
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
 	e.sndLastDataAck = isn

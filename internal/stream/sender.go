@@ -78,6 +78,9 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 		bufs[n] = b[:l]
 		n++
 		e.pairNext = probe
+		if l > e.pmtu.size {
+			break // a probe or a packet cut before the size fell: conn sends it alone (pmtud.go)
+		}
 	}
 	return n, e.Departure()
 }
@@ -102,11 +105,15 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 			break
 		}
 	}
+	if retrans && e.pmtu.probe != 0 && seq == e.pmtu.probeSeq {
+		e.probeFailed(t) // the path MTU probe was lost (pmtud.go)
+	}
 	if !retrans {
 		if e.inFlight() == 0 {
 			e.rtoBase = t // the retransmission timer starts with the first unacknowledged packet
 			e.rtoCount = 0
 		}
+		e.startProbe(t)                     // may lengthen the next packet into a probe (pmtud.go)
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
 		probe = seq&0xF == 0
 	}
@@ -139,6 +146,7 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 		e.stats.Drops.ForgedACK++
 		return
 	}
+	e.probeAcked(ack) // a delivered path MTU probe confirms its size (pmtud.go)
 	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
 	// Progress that only the timer's own repair explains (the ACK moved no further than the

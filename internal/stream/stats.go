@@ -29,6 +29,10 @@ type Stats struct {
 	Timeouts         uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
 	EncodeErrors     uint64 // control packets our encoder refused (a bug if non-zero)
 	Unreachable      uint64 // port-unreachable reports about packets to the peer (OnUnreachable)
+	PMTUProbes       uint64 // path MTU probes sent (pmtud.go)
+	PMTUProbeLosses  uint64 // of which lost
+	PMTUBlackHoles   uint64 // falls back to the base size after a retransmission timeout
+	PathMTUChanges   uint64 // times the packet size changed
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer
@@ -46,6 +50,7 @@ type Stats struct {
 	LocalRecvRate    int           // packets/s: this receiver's arrival speed (ACK word 4)
 	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
 	RecvBufferFree   int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
+	PacketSize       int           // bytes: the size data packets are cut at now (UDP payload)
 
 	Drops Drops
 }
@@ -75,5 +80,7 @@ func (e *Endpoint) Stats() Stats {
 	s.LocalRecvRate = e.arrivals.RecvSpeed()
 	s.SendBufferFree = e.snd.Free()
 	s.RecvBufferFree = e.rcv.Available()
+	s.PacketSize = e.pmtu.size
+	s.PathMTUChanges = e.pmtu.changes
 	return s
 }

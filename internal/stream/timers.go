@@ -115,6 +115,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 		e.stats.Timeouts++
 		e.cc.OnTimeout(now)
 		e.applyCC()
+		e.blackHole(t) // the path may have shrunk without an ICMP message (pmtud.go)
 	} else {
 		e.stats.Probes++
 	}

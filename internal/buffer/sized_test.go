@@ -1,0 +1,95 @@
+package buffer
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Packets cut at a smaller size, a size change in the middle, and Grow: the stream of payloads
+// handed out is the bytes written, in order, each packet at most PayloadSize long.
+func TestPacketSizeAndGrow(t *testing.T) {
+	const payload = 1456
+	b := NewSendBuffer(100*payload, payload, seqno.Seq(5))
+	b.SetPacketSize(1172)
+	if b.PacketSize() != 1172 || b.Free() != 100*1172 {
+		t.Fatalf("PacketSize %d, Free %d", b.PacketSize(), b.Free())
+	}
+	src := make([]byte, 60_000)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	if n := b.Write(src[:30_000]); n != 30_000 {
+		t.Fatalf("Write = %d", n)
+	}
+	var got []byte
+	var lens []int
+	take := func() {
+		_, p, _, ok := b.Next()
+		if !ok {
+			t.Fatal("Next: nothing unsent")
+		}
+		got = append(got, p...)
+		lens = append(lens, len(p))
+	}
+	take()
+	if lens[0] != 1172 {
+		t.Fatalf("first packet %d bytes, want 1172", lens[0])
+	}
+	if !b.Grow(1400) || b.NextLen() != 1400 {
+		t.Fatalf("Grow(1400): next is %d bytes", b.NextLen())
+	}
+	take()
+	if b.NextLen() != 1172-(1400-1172) {
+		t.Fatalf("packet after the grown one: %d bytes, want %d", b.NextLen(), 1172-(1400-1172))
+	}
+	b.SetPacketSize(payload)
+	if n := b.Write(src[30_000:]); n != 30_000 {
+		t.Fatalf("second Write = %d", n)
+	}
+	if b.Grow(payload + 1) {
+		t.Fatal("Grow beyond PayloadSize succeeded")
+	}
+	for b.Unsent() > 0 {
+		take()
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("payload stream differs from what was written")
+	}
+	for i, l := range lens {
+		if l < 1 || l > payload {
+			t.Fatalf("packet %d has %d bytes", i, l)
+		}
+	}
+	// The last full packets of the first Write were cut at 1172, those of the second at 1456.
+	if lens[len(lens)-2] != payload {
+		t.Fatalf("packets after SetPacketSize(%d): %v", payload, lens[len(lens)-4:])
+	}
+	if b.Grow(100) {
+		t.Fatal("Grow with nothing unsent succeeded")
+	}
+	if _, err := b.Ack(b.NextSeq()); err != nil || b.Buffered() != 0 {
+		t.Fatalf("Ack all: %v, %d bytes left", err, b.Buffered())
+	}
+}
+
+// Grow never empties the packet it takes from, and leaves everything as it was when it fails.
+func TestGrowLimits(t *testing.T) {
+	b := NewSendBuffer(10*1000, 1000, 0)
+	b.SetPacketSize(600)
+	b.Write(make([]byte, 600+100)) // two packets: 600 and 100
+	if b.Grow(700) {
+		t.Fatal("Grow took the whole next packet")
+	}
+	if b.NextLen() != 600 {
+		t.Fatalf("failed Grow changed the packet: %d", b.NextLen())
+	}
+	if !b.Grow(699) || b.NextLen() != 699 {
+		t.Fatalf("Grow(699): %d", b.NextLen())
+	}
+	b.Next()
+	if b.NextLen() != 1 || b.Grow(2) {
+		t.Fatalf("remainder %d bytes; Grow of the last packet must fail", b.NextLen())
+	}
+}

@@ -1,0 +1,253 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Path MTU discovery: datagram packetization-layer PMTUD (DPLPMTUD, RFC 8899), with the
+// kernel's ICMP-fed path MTU (RFC 1191, RFC 8201) as a hint conn passes in (OnPathMTU).
+//
+// Sizes here are packet sizes: a data packet's UDP payload, UDT header included (MSS − 28 for a
+// full packet of the negotiated MSS). The search runs between Base (assumed to work, RFC 8899
+// BASE_PLPMTU) and Max (min of the negotiated MSS − 28 and the interface's MTU, conn's to
+// compute); new packets are cut at the largest confirmed size.
+//
+//   - A probe is a real data packet: the next new packet, lengthened to the probed size with
+//     bytes of the packet after it (buffer.SendBuffer.Grow), so a UDT4 peer receives an ordinary
+//     packet smaller than the negotiated MSS and the probe needs no wire format of its own. One
+//     probe is in flight at a time. The first probes Max itself, once: the interface's MTU is
+//     the path's on most paths, which then take full-size packets after one round trip. Then
+//     binary search (quic-go's mtu_discoverer shape): the midpoint of the confirmed size and
+//     the largest size not known to fail.
+//   - Confirmed by delivery: an ACK (full, medium or light) past the probe's sequence number
+//     while the probe was never retransmitted. Failed: the probe is retransmitted (the receiver
+//     NAKed it, or the retransmission timer re-queued it) or the local stack refused it
+//     (EMSGSIZE). A size fails for good after MaxProbes consecutive failures (RFC 8899 §5.1.2,
+//     robust to isolated loss); it then bounds the search. The search is complete once the
+//     range is narrower than searchStep, and starts again after raiseTimer.
+//   - A failed probe, and every packet cut before the size fell, cannot be cut again (UDT4
+//     numbers packets, not bytes): those leave with fragmentation allowed (RFC 8899 §4.4: a PL
+//     that cannot resegment retransmits with network-layer fragmentation). conn sends a packet
+//     longer than PacketSize that is not the probe (ProbeSeq) that way.
+//   - Black hole (RFC 8899 §4.3): a retransmission timeout (the second timer expiry without ACK
+//     progress, timers.go) while packets above Base are in use means the path may have shrunk
+//     without telling: the size falls back to Base, the in-flight packets above it are sent
+//     again, and the search restarts below the size that stopped working. On a path that was
+//     only congested this costs one quick search.
+//   - OnPathMTU (the kernel's path MTU after an ICMP "packet too big" or an EMSGSIZE): a size
+//     below the current one becomes the current size and the search's top (a hint never
+//     raises the size, RFC 8899 §4.6.2), and in-flight packets above it are sent again at once
+//     (as Linux TCP's tcp_simple_retransmit does on an MTU drop).
+
+// PathMTUConfig configures the packet size and its discovery.
+type PathMTUConfig struct {
+	// Discover turns the search on (the sender's datagrams must leave with Don't Fragment set).
+	Discover bool
+	// Base is the packet size in bytes used first and assumed to work (0 means Max); at most
+	// Max.
+	Base int
+	// Max caps the packet size in bytes (0 means MSS−28).
+	Max int
+}
+
+// Search constants.
+const (
+	// MaxProbes is the number of consecutive failed probes after which a size is taken to
+	// exceed the path (RFC 8899 §5.1.2 MAX_PROBES, its default).
+	MaxProbes = 3
+	// searchStep ends the search when the confirmed size and the smallest failed size are
+	// closer than this (quic-go's maxMTUDiff): at most 1.4 % of a 1472-byte packet is left.
+	searchStep = 20
+	// raiseTimer is how long a complete search rests before probing for more (RFC 8899 §5.1.1
+	// PMTU_RAISE_TIMER).
+	raiseTimer = 600 * time.Second
+	// minPacket is the smallest packet a size may fall to: a UDT header and 32 bytes of data
+	// (the packet of the smallest MSS UDT4 accepts, 76, spec §1.1).
+	minPacket = minMSS - udpIPOverhead
+)
+
+// pmtud is the search state, owned by the Endpoint.
+type pmtud struct {
+	on        bool
+	base, max int
+	size      int       // confirmed: new packets are cut at this size
+	hi        int       // the largest size not known to fail
+	probe     int       // the size in flight as a probe, 0 if none
+	probeSeq  seqno.Seq // its sequence number
+	fails     int       // consecutive failures at the size last probed
+	failSize  int
+	triedMax  bool // the optimistic probe of max was sent
+	done      bool
+	restartAt time.Duration // when a complete search starts again
+	changes   uint64        // times size changed
+}
+
+func (e *Endpoint) initPMTU(c PathMTUConfig) {
+	full := e.pktSize
+	p := &e.pmtu
+	p.max = full
+	if c.Max > 0 {
+		p.max = max(min(c.Max, full), minPacket)
+	}
+	p.base = p.max
+	if c.Base > 0 {
+		p.base = max(min(c.Base, p.max), minPacket)
+	}
+	p.on = c.Discover && p.base < p.max
+	p.size, p.hi, p.done = p.base, p.max, !p.on
+	e.setPacketSize(p.base)
+	p.changes = 0
+}
+
+// PacketSize returns the size in bytes of the packets cut now (UDP payload, header included).
+// A packet longer than this that is not the probe (ProbeSeq) was cut before the size fell and
+// must leave with fragmentation allowed.
+func (e *Endpoint) PacketSize() int { return e.pmtu.size }
+
+// ProbeSeq returns the sequence number of the path MTU probe in flight; ok is false if none is.
+func (e *Endpoint) ProbeSeq() (seq uint32, ok bool) {
+	return uint32(e.pmtu.probeSeq), e.pmtu.probe != 0
+}
+
+// PathMTUChanges returns how many times the packet size changed since New.
+func (e *Endpoint) PathMTUChanges() uint64 { return e.pmtu.changes }
+
+// setPacketSize makes size the size of new packets: the send buffer's cut, and the rate cap
+// (MaxBandwidth counts the real datagrams: the packet plus the 28 bytes of IPv4 and UDP headers).
+func (e *Endpoint) setPacketSize(size int) {
+	if size != e.pmtu.size {
+		e.pmtu.changes++
+	}
+	e.pmtu.size = size
+	e.snd.SetPacketSize(size - headerSize)
+	e.minPeriod = congestion.MinPeriod(e.cfg.MaxBandwidth, size+udpIPOverhead)
+}
+
+// nextProbe returns the size to probe next, 0 for none now.
+func (e *Endpoint) nextProbe(t time.Duration) int {
+	p := &e.pmtu
+	if !p.on || p.probe != 0 {
+		return 0
+	}
+	if p.done {
+		if t < p.restartAt {
+			return 0
+		}
+		p.done, p.hi, p.triedMax = false, p.max, false // PMTU_RAISE_TIMER: look for more again
+	}
+	if !p.triedMax && p.hi == p.max && p.size < p.max {
+		return p.max
+	}
+	if p.hi-p.size < searchStep {
+		p.done, p.restartAt = true, t+raiseTimer
+		return 0
+	}
+	return (p.size + p.hi + 1) / 2
+}
+
+// startProbe tries to make the next new packet a probe; call it before taking the packet.
+func (e *Endpoint) startProbe(t time.Duration) {
+	size := e.nextProbe(t)
+	if size == 0 || !e.snd.Grow(size-headerSize) || e.snd.NextLen() != size-headerSize {
+		return // not enough unsent data behind the next packet: probe later
+	}
+	e.pmtu.probe = size
+	e.pmtu.probeSeq = e.snd.NextSeq()
+	e.pmtu.triedMax = true
+	e.stats.PMTUProbes++
+}
+
+// probeAcked ends a probe that ack (the first unacknowledged number) covers.
+func (e *Endpoint) probeAcked(ack seqno.Seq) {
+	p := &e.pmtu
+	if p.probe == 0 || seqno.Offset(p.probeSeq, ack) <= 0 {
+		return
+	}
+	size := p.probe
+	p.probe, p.fails = 0, 0
+	if size > p.size {
+		e.setPacketSize(size)
+	}
+}
+
+// probeFailed ends the probe in flight as lost.
+func (e *Endpoint) probeFailed(t time.Duration) {
+	p := &e.pmtu
+	if p.probe == 0 {
+		return
+	}
+	if p.failSize != p.probe {
+		p.failSize, p.fails = p.probe, 0
+	}
+	p.fails++
+	e.stats.PMTUProbeLosses++
+	if p.fails >= MaxProbes || (p.probe == p.max && p.size < p.max-searchStep) {
+		// MaxProbes losses, or the optimistic probe of max, which the binary search then
+		// approaches again with MaxProbes tries per size.
+		p.hi = min(p.hi, p.probe-1)
+		p.fails = 0
+	}
+	p.probe = 0
+	e.nextProbe(t) // may complete the search
+}
+
+// lowerSize makes size (< the current size) the size of new packets and queues every packet in
+// flight above it for retransmission (to leave with fragmentation allowed).
+func (e *Endpoint) lowerSize(size int) {
+	p := &e.pmtu
+	p.probe, p.fails = 0, 0
+	e.setPacketSize(size)
+	first, n := e.sndLastAck(), e.inFlight()
+	for k := 0; k < n; k++ {
+		s := first.Add(k)
+		if pl, _, ok := e.snd.Packet(s); ok && len(pl)+headerSize > size {
+			e.addLoss(s, s)
+		}
+	}
+}
+
+// blackHole runs at a retransmission timeout: above Base, fall back to it (see above).
+func (e *Endpoint) blackHole(t time.Duration) {
+	p := &e.pmtu
+	if !p.on || p.size <= p.base {
+		return
+	}
+	e.stats.PMTUBlackHoles++
+	p.hi = min(p.hi, p.size-1)
+	p.done = false
+	e.lowerSize(p.base)
+	e.nextProbe(t)
+}
+
+// OnPathMTU takes the kernel's largest datagram to the peer (its path MTU less the IP and UDP
+// headers, after an ICMP "packet too big" or a send refused with EMSGSIZE). A size below the
+// current one replaces it and tops the search; a larger one changes nothing.
+func (e *Endpoint) OnPathMTU(now time.Time, maxPacket int) {
+	p := &e.pmtu
+	if !e.active() || maxPacket <= 0 {
+		return
+	}
+	if p.probe > maxPacket {
+		e.probeFailed(e.since(now))
+	}
+	if maxPacket >= p.size {
+		p.hi = min(p.hi, max(maxPacket, p.size))
+		return
+	}
+	size := max(maxPacket, minPacket)
+	p.hi, p.done, p.restartAt = size, true, e.since(now)+raiseTimer
+	e.lowerSize(size)
+}
+
+// nakRangesFor is the most loss ranges (two words each) one NAK carries: what fits in a packet of
+// the base size.
+func nakRangesFor(cfg Config) int {
+	size := cfg.MSS - udpIPOverhead
+	if b := cfg.PathMTU.Base; b > 0 {
+		size = min(size, max(b, minPacket))
+	}
+	return (size - headerSize) / 8
+}
