@@ -53,6 +53,10 @@ type Conn struct {
 	rdl, wdl  *deadline
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
+
+	// Packet-size changes already logged (pmtu.go); guarded by mu.
+	sizeChanges uint64
+	loggedSize  int
 }
 
 // connParams are what the handshake settled.
@@ -100,10 +104,12 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
+		PathMTU:        m.pathMTUConfig(p.peer, p.mss),
 		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
 	}, now)
+	c.loggedSize = c.ep.PacketSize()
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
@@ -172,7 +178,9 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
 	c.mu.Lock()
 	c.ep.HandlePacket(now, b)
 	c.afterEngineLocked()
+	ev := c.sizeEventLocked()
 	c.mu.Unlock()
+	c.logSize(ev)
 }
 
 // answerHandshake re-sends the handshake answer that made this connection (listener side): to a
@@ -198,18 +206,17 @@ type dataFlow struct{ c *Conn }
 // Release sends the data packets due at now; runs on the data pacer goroutine.
 func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c := f.c
-	bufs := c.mux.sendBufs[:min(max, len(c.mux.sendBufs))]
-	for i := range bufs {
-		bufs[i] = bufs[i][:cap(bufs[i])]
-	}
 	c.mu.Lock()
+	size := c.ep.PacketSize()
+	bufs := c.mux.carve(size, min(max, len(c.mux.sendBufs)))
 	n, next := c.ep.Release(now, bufs)
+	probe, probing := c.ep.ProbeSeq()
 	c.depAt = next
 	c.afterEngineLocked()
 	next = c.depAt
 	c.mu.Unlock()
 	if n > 0 {
-		c.mux.writeData(bufs[:n], c.peer)
+		c.sendPackets(bufs[:n], size, probe, probing)
 	}
 	return n, next
 }
@@ -225,7 +232,9 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.timerAt = c.ep.NextTimer()
 	c.afterEngineLocked()
 	next := c.timerAt
+	ev := c.sizeEventLocked()
 	c.mu.Unlock()
+	c.logSize(ev)
 	if c.mux.reportsPending.Load() {
 		c.mux.drainReports()
 	}

@@ -96,11 +96,14 @@ func (m *mux) report(r *udpio.Report, now time.Time) {
 	if c == nil {
 		return
 	}
-	if r.Errno == syscall.ECONNREFUSED {
+	switch r.Errno {
+	case syscall.ECONNREFUSED:
 		c.mu.Lock()
 		c.ep.OnUnreachable(now)
 		c.afterEngineLocked()
 		c.mu.Unlock()
+	case syscall.EMSGSIZE:
+		c.reportTooBig(r)
 	}
 }
 
@@ -114,17 +117,4 @@ func (m *mux) connTo(to netip.AddrPort, peerID uint32) *Conn {
 		}
 	}
 	return nil
-}
-
-// writeData sends a batch of data packets (data pacer goroutine, no lock held); a send error
-// loses packets, which retransmission recovers. A report error is an earlier datagram's ICMP
-// report delivered to this write, which then sent nothing more: drain the reports and send the
-// rest again, once.
-func (m *mux) writeData(bufs [][]byte, to netip.AddrPort) {
-	n, err := m.io.WriteBatch(bufs, to)
-	if err == nil || !isReportErr(err) || errors.Is(err, syscall.EMSGSIZE) {
-		return
-	}
-	m.drainReports()
-	m.io.WriteBatch(bufs[n:], to)
 }

@@ -40,8 +40,11 @@ type mux struct {
 	send      *pacer.Pacer // releases data packets at their departure times
 	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
-	// sendBufs are packet buffers used only by the data pacer goroutine.
-	sendBufs [][]byte
+	// sendBufs are packet buffers used only by the data pacer goroutine, carved from sendArena
+	// at each connection's packet size (pmtu.go).
+	sendBufs  [][]byte
+	sendArena []byte
+	df        bool // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn   // established connections by local socket ID
@@ -122,15 +125,13 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	} else {
 		m.io = udpio.New(pc)
 	}
-	m.io.EnableReports() // ICMP errors: icmp.go
+	m.io.EnableReports()             // ICMP errors: icmp.go
+	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
 	m.sendBufs = make([][]byte, sendBatch)
 	pktSize := cfg.MSS - udpIPOverhead
-	arena := make([]byte, sendBatch*pktSize)
-	for i := range m.sendBufs {
-		m.sendBufs[i] = arena[i*pktSize : (i+1)*pktSize : (i+1)*pktSize]
-	}
+	m.sendArena = make([]byte, sendBatch*pktSize)
 	if u, ok := pc.(*net.UDPConn); ok {
 		setSocketBuffers(u, cfg)
 	}

@@ -83,6 +83,7 @@ type pmtud struct {
 	done      bool
 	restartAt time.Duration // when a complete search starts again
 	changes   uint64        // times size changed
+	why       string        // what made the last change (for conn's log)
 }
 
 func (e *Endpoint) initPMTU(c PathMTUConfig) {
@@ -169,6 +170,7 @@ func (e *Endpoint) probeAcked(ack seqno.Seq) {
 	size := p.probe
 	p.probe, p.fails = 0, 0
 	if size > p.size {
+		p.why = "probe delivered"
 		e.setPacketSize(size)
 	}
 }
@@ -216,6 +218,7 @@ func (e *Endpoint) blackHole(t time.Duration) {
 		return
 	}
 	e.stats.PMTUBlackHoles++
+	p.why = "retransmission timeout: black hole suspected"
 	p.hi = min(p.hi, p.size-1)
 	p.done = false
 	e.lowerSize(p.base)
@@ -239,7 +242,41 @@ func (e *Endpoint) OnPathMTU(now time.Time, maxPacket int) {
 	}
 	size := max(maxPacket, minPacket)
 	p.hi, p.done, p.restartAt = size, true, e.since(now)+raiseTimer
+	p.why = "the kernel's path MTU fell (ICMP or EMSGSIZE)"
 	e.lowerSize(size)
+}
+
+// OnTooBig takes a send of a size-byte packet that the local stack refused (EMSGSIZE) when the
+// kernel's path MTU is not known (0 from udpio.MaxDatagram): the path is below size. A probe
+// fails for good; a refused packet at or below the current size falls back to Base and searches
+// below it.
+func (e *Endpoint) OnTooBig(now time.Time, size int) {
+	p := &e.pmtu
+	if !e.active() || size <= 0 {
+		return
+	}
+	t := e.since(now)
+	if p.probe != 0 && size >= p.probe {
+		p.hi = min(p.hi, p.probe-1)
+		p.fails = 0
+		p.probe = 0
+		e.stats.PMTUProbeLosses++
+		e.nextProbe(t)
+		return
+	}
+	if size > p.size {
+		return // a packet cut before an earlier fall: it is resent fragmentable
+	}
+	p.hi, p.done = min(p.hi, size-1), false
+	p.why = "a send refused as too big (EMSGSIZE)"
+	e.lowerSize(min(p.base, size-1))
+	e.nextProbe(t)
+}
+
+// PathMTUEvent returns the current packet size, the number of changes so far and what caused the
+// last one.
+func (e *Endpoint) PathMTUEvent() (size int, changes uint64, why string) {
+	return e.pmtu.size, e.pmtu.changes, e.pmtu.why
 }
 
 // nakRangesFor is the most loss ranges (two words each) one NAK carries: what fits in a packet of

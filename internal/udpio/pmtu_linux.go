@@ -70,8 +70,10 @@ func (s *sysConn) writeFragmented(b []byte, to netip.AddrPort, mtu int) error {
 func (s *sysConn) maxDatagram(to netip.AddrPort) int {
 	a := to.Addr().Unmap()
 	fam, level, opt, overhead := unix.AF_INET, unix.IPPROTO_IP, unix.IP_MTU, udp4Overhead
-	var sa unix.Sockaddr = &unix.SockaddrInet4{Port: int(to.Port()), Addr: a.As4()}
-	if !a.Is4() {
+	var sa unix.Sockaddr
+	if a.Is4() {
+		sa = &unix.SockaddrInet4{Port: int(to.Port()), Addr: a.As4()}
+	} else {
 		var zone uint32
 		if z := a.Zone(); z != "" {
 			if v, err := strconv.ParseUint(z, 10, 32); err == nil {

@@ -106,7 +106,13 @@ func (p *portable) readReports(rs []Report) int {
 	return n
 }
 
-func (p *portable) enableDontFragment() bool { return false }
+// dontFragmenter is a PacketConn that never fragments (internal/simnet's Conn).
+type dontFragmenter interface{ DontFragment() bool }
+
+func (p *portable) enableDontFragment() bool {
+	d, ok := p.pc.(dontFragmenter)
+	return ok && d.DontFragment()
+}
 
 func (p *portable) maxDatagram(netip.AddrPort) int { return 0 }
 
