@@ -25,6 +25,13 @@ type Config struct {
 	// to absorb a host's TSO bursts (with 5 ms, TCP at RTT 0 loses 8 % of
 	// its packets at the queue and reaches only ~88 % of the rate).
 	Queue time.Duration
+	// MTU is the largest IP packet, in bytes, the router forwards toward each host (its veths'
+	// MTU; the hosts' own interfaces stay at 1500, so only path MTU discovery finds it). 0 means
+	// 1500, the same as everywhere.
+	MTU int
+	// BlackHole makes the router drop the ICMP "fragmentation needed" messages it would send for
+	// packets above MTU: a path MTU black hole (RFC 8899 §4.3).
+	BlackHole bool
 }
 
 // lossScale is the modulus of the nftables numgen used for loss: loss is
@@ -68,6 +75,8 @@ func (c Config) Validate() error {
 		return errors.New("loss must be a percentage in [0, 100]")
 	case c.Queue < 0:
 		return errors.New("queue must be ≥ 0")
+	case c.MTU != 0 && (c.MTU < 576 || c.MTU > 1500):
+		return errors.New("mtu must be 0 (1500) or in [576, 1500]")
 	}
 	return nil
 }
@@ -77,7 +86,14 @@ func (c Config) String() string {
 	if c.Rate > 0 {
 		rate = formatRate(c.Rate)
 	}
-	return fmt.Sprintf("rate %s, rtt %v, loss %g %%", rate, c.RTT, c.Loss)
+	mtu := ""
+	if c.MTU > 0 {
+		mtu = fmt.Sprintf(", mtu %d", c.MTU)
+		if c.BlackHole {
+			mtu += " (ICMP filtered)"
+		}
+	}
+	return fmt.Sprintf("rate %s, rtt %v, loss %g %%%s", rate, c.RTT, c.Loss, mtu)
 }
 
 // ParseRate parses a rate in tc notation: a number with an optional suffix

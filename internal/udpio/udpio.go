@@ -156,8 +156,10 @@ func (c *Conn) ReadBatch(msgs []Message) (int, error) {
 //   - on the portable path: one write per datagram.
 //
 // A full socket send buffer waits in Go's netpoller (or ends at the write deadline); it never spins.
-// A GSO send the kernel refuses with EIO (no transmit checksum offload) or EINVAL (udp(7)) turns
-// GSO off for this Conn and those datagrams are sent again without it. It returns how many
+// A GSO send the kernel refuses with EIO (no transmit checksum offload, udp(7)) turns GSO off for
+// this Conn and those datagrams are sent again without it; one refused with EINVAL (the same, or
+// a segment above the path MTU with Don't Fragment on) is sent again singly, and GSO is turned
+// off only if that passes. It returns how many
 // datagrams were sent (the first n of bufs) and, if not all, the error that stopped it: the
 // PacketConn's (net.ErrClosed, os.ErrDeadlineExceeded) or the system call's, in a *net.OpError.
 // Safe for concurrent use; allocates nothing in steady state.
