@@ -93,16 +93,29 @@ func (c *Conn) sendPackets(bufs [][]byte, size int, probe uint32, probing bool) 
 // report error is an earlier datagram's ICMP report delivered to this write, which then sent
 // nothing more: drain the reports and send the rest again, once. EMSGSIZE: the kernel knows the
 // path is smaller than this packet (pathTooBig).
+//
+// ENOBUFS (a local queue dropped the datagram) is reported only because reports are on
+// (IP_RECVERR); the kernel hides it otherwise, and the datagrams after it went as before: they
+// still go, the dropped one counts as lost.
 func (c *Conn) writeData(bufs [][]byte) {
 	m := c.mux
-	n, err := m.io.WriteBatch(bufs, c.peer)
-	switch {
-	case err == nil:
-	case errors.Is(err, syscall.EMSGSIZE):
-		c.pathTooBig(len(bufs[n]), 0)
-	case isReportErr(err):
-		m.drainReports()
-		m.io.WriteBatch(bufs[n:], c.peer)
+	retried := false
+	for len(bufs) > 0 {
+		n, err := m.io.WriteBatch(bufs, c.peer)
+		switch {
+		case err == nil:
+			return
+		case errors.Is(err, syscall.EMSGSIZE):
+			c.pathTooBig(len(bufs[n]), 0)
+			return
+		case errors.Is(err, syscall.ENOBUFS):
+			bufs = bufs[n+1:]
+		case isReportErr(err) && !retried:
+			m.drainReports()
+			bufs, retried = bufs[n:], true
+		default:
+			return
+		}
 	}
 }
 

@@ -25,9 +25,10 @@ type Config struct {
 	// to absorb a host's TSO bursts (with 5 ms, TCP at RTT 0 loses 8 % of
 	// its packets at the queue and reaches only ~88 % of the rate).
 	Queue time.Duration
-	// MTU is the largest IP packet, in bytes, the router forwards toward each host (its veths'
-	// MTU; the hosts' own interfaces stay at 1500, so only path MTU discovery finds it). 0 means
-	// 1500, the same as everywhere.
+	// MTU is the MTU in bytes of the link between the router and host B (both ends). A's link
+	// stays at 1500, so A's path MTU to B is found only by path MTU discovery: the router
+	// answers larger packets from A with ICMP "fragmentation needed" (RFC 1191). B knows its own
+	// link's MTU. 0 means 1500, the same as everywhere.
 	MTU int
 	// BlackHole makes the router drop the ICMP "fragmentation needed" messages it would send for
 	// packets above MTU: a path MTU black hole (RFC 8899 §4.3).

@@ -25,7 +25,7 @@ type Scenario struct {
 	Rate int64         // bit/s
 	RTT  time.Duration // round trip
 	Loss float64       // percent
-	MTU  int           // the router's MTU toward each host, bytes; 0 = 1500 (Config.MTU)
+	MTU  int           // the router–B link's MTU, bytes; 0 = 1500 (Config.MTU)
 }
 
 func (s Scenario) String() string {
@@ -110,7 +110,7 @@ type Row struct {
 	RateMbps    float64 `json:"rate_mbps"`     // set bottleneck rate, Mbit/s (IP bytes)
 	RTTms       float64 `json:"rtt_ms"`        // set round-trip delay, ms
 	LossPct     float64 `json:"loss_pct"`      // set loss per direction, %
-	MTU         int     `json:"mtu"`           // the router's MTU toward each host, bytes (1500 unless set)
+	MTU         int     `json:"mtu"`           // the router–B link's MTU, bytes (1500 unless set)
 	GoodputMbps float64 `json:"goodput_mbps"`  // payload delivered to B, Mbit/s, whole transfer
 	RetransPct  float64 `json:"retrans_pct"`   // retransmitted / sent, % (sender's count)
 	SHA256OK    bool    `json:"sha256_ok"`     // B's SHA-256 of the stream equals A's

@@ -150,9 +150,11 @@ func New(ctx context.Context, cfg Config) (_ *Testbed, err error) {
 		steps = append(steps, []string{"-n", l[0], "link", "set", l[1], "up"})
 	}
 	if cfg.MTU > 0 {
-		for _, dev := range []string{ifRA, ifRB} {
-			steps = append(steps, []string{"-n", r, "link", "set", dev, "mtu", strconv.Itoa(cfg.MTU)})
-		}
+		// Both ends of the router–B link: a veth drops what exceeds its receiving end's MTU
+		// without a word, so a link's ends must agree, as on a real link.
+		steps = append(steps,
+			[]string{"-n", r, "link", "set", ifRB, "mtu", strconv.Itoa(cfg.MTU)},
+			[]string{"-n", b, "link", "set", ifB, "mtu", strconv.Itoa(cfg.MTU)})
 	}
 	steps = append(steps,
 		[]string{"-n", a, "route", "add", "default", "via", addrRA.String()},

@@ -26,6 +26,7 @@ type SendBuffer struct {
 	n       int       // slots
 	payload int       // bytes per slot
 	fill    int       // bytes per packet cut from now on, ≤ payload (SetPacketSize)
+	limit   int       // most bytes held (NewSendBufferSized); 0: only the slots bound it
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)
@@ -58,6 +59,9 @@ func (b *SendBuffer) slot(k int) int {
 // means the buffer is full and the caller should wait for an ACK (flow
 // control) when p is not empty. It never retains p.
 func (b *SendBuffer) Write(p []byte) int {
+	if b.limit > 0 {
+		p = p[:min(len(p), max(b.limit-b.bytes, 0))]
+	}
 	total := 0
 	if b.used > b.sent { // the last packet is not sent yet: fill it up
 		i := b.slot(b.used - 1)
@@ -163,6 +167,9 @@ func (b *SendBuffer) Free() int {
 	f := (b.n - b.used) * b.fill
 	if b.used > b.sent {
 		f += max(b.fill-b.st.length(b.slot(b.used-1)), 0)
+	}
+	if b.limit > 0 {
+		f = min(f, max(b.limit-b.bytes, 0))
 	}
 	return f
 }

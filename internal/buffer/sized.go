@@ -1,13 +1,27 @@
 package buffer
 
+import "github.com/udtgo/udt/internal/seqno"
+
 // Packets of a size that changes (path MTU discovery): the slots keep PayloadSize bytes of room,
 // but Write cuts packets of PacketSize bytes, and Grow lengthens the next packet to be sent.
+
+// NewSendBufferSized is NewSendBuffer for packets whose size varies between minPayload and
+// payload bytes: it holds capacity bytes whatever the size, with slots enough for capacity /
+// minPayload packets (each with payload bytes of room, so the memory held, taken as used, is up
+// to payload/minPayload times the bytes held while packets are at their smallest).
+func NewSendBufferSized(capacity, payload, minPayload int, isn seqno.Seq) *SendBuffer {
+	payload = max(1, min(payload, maxSlot))
+	minPayload = max(1, min(minPayload, payload))
+	b := NewSendBuffer((capacity+minPayload-1)/minPayload*payload, payload, isn)
+	b.limit = max(capacity, payload)
+	return b
+}
 
 // SetPacketSize sets the payload bytes of the packets Write cuts from now on, clamped to
 // [1, PayloadSize]. Packets already cut keep their length: the unsent ones leave as they are
 // (UDT4 numbers packets, not bytes, so a packet is never cut again once it has a number; the
-// unsent ones could be, but at the cost of moving the whole backlog). Free and the capacity in
-// bytes follow the new size.
+// unsent ones could be, but at the cost of moving the whole backlog). Free follows the new size
+// (NewSendBufferSized keeps the capacity in bytes).
 func (b *SendBuffer) SetPacketSize(n int) { b.fill = max(1, min(n, b.payload)) }
 
 // PacketSize returns the payload bytes of the packets Write cuts.

@@ -93,3 +93,21 @@ func TestGrowLimits(t *testing.T) {
 		t.Fatalf("remainder %d bytes; Grow of the last packet must fail", b.NextLen())
 	}
 }
+
+// A sized buffer holds its capacity in bytes at every packet size down to its minimum.
+func TestSendBufferSized(t *testing.T) {
+	const capacity, payload, minPayload = 100 * 1456, 1456, 1184
+	for _, size := range []int{payload, minPayload, 1300} {
+		b := NewSendBufferSized(capacity, payload, minPayload, 0)
+		b.SetPacketSize(size)
+		if f := b.Free(); f != capacity {
+			t.Fatalf("size %d: Free %d, want %d", size, f, capacity)
+		}
+		if n := b.Write(make([]byte, 2*capacity)); n != capacity || b.Free() != 0 || b.Write([]byte{1}) != 0 {
+			t.Fatalf("size %d: Write took %d of %d, Free %d", size, n, capacity, b.Free())
+		}
+		if want := (capacity + size - 1) / size; b.Unsent() != want {
+			t.Fatalf("size %d: %d packets, want %d", size, b.Unsent(), want)
+		}
+	}
+}

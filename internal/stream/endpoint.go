@@ -113,7 +113,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	t := e.since(now)
 
 	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
-	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	e.snd = newSendBuffer(cfg, e.payloadSize, isn)
 	e.initPMTU(cfg.PathMTU)
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/buffer"
 	"github.com/udtgo/udt/internal/seqno"
 )
 
@@ -71,19 +72,22 @@ const (
 
 // pmtud is the search state, owned by the Endpoint.
 type pmtud struct {
-	on        bool
-	base, max int
-	size      int       // confirmed: new packets are cut at this size
-	hi        int       // the largest size not known to fail
-	probe     int       // the size in flight as a probe, 0 if none
-	probeSeq  seqno.Seq // its sequence number
-	fails     int       // consecutive failures at the size last probed
-	failSize  int
-	triedMax  bool // the optimistic probe of max was sent
-	done      bool
-	restartAt time.Duration // when a complete search starts again
-	changes   uint64        // times size changed
-	why       string        // what made the last change (for conn's log)
+	on         bool
+	base, max  int
+	size       int       // confirmed: new packets are cut at this size
+	hi         int       // the largest size not known to fail
+	probe      int       // the size in flight as a probe, 0 if none
+	probeSeq   seqno.Seq // its sequence number
+	fails      int       // consecutive failures at the size last probed
+	failSize   int
+	triedMax   bool // the optimistic probe (of hi: max, or a hinted size) was sent
+	optimistic bool // the probe in flight is the optimistic one
+	lostProbe  bool // lostSeq is the last probe that failed, not yet acknowledged
+	lostSeq    seqno.Seq
+	done       bool
+	restartAt  time.Duration // when a complete search starts again
+	changes    uint64        // times size changed
+	why        string        // what made the last change (for conn's log)
 }
 
 func (e *Endpoint) initPMTU(c PathMTUConfig) {
@@ -139,8 +143,8 @@ func (e *Endpoint) nextProbe(t time.Duration) int {
 		}
 		p.done, p.hi, p.triedMax = false, p.max, false // PMTU_RAISE_TIMER: look for more again
 	}
-	if !p.triedMax && p.hi == p.max && p.size < p.max {
-		return p.max
+	if !p.triedMax && p.size < p.hi {
+		return p.hi // the optimistic probe: max at first, or the size a hint named
 	}
 	if p.hi-p.size < searchStep {
 		p.done, p.restartAt = true, t+raiseTimer
@@ -157,6 +161,7 @@ func (e *Endpoint) startProbe(t time.Duration) {
 	}
 	e.pmtu.probe = size
 	e.pmtu.probeSeq = e.snd.NextSeq()
+	e.pmtu.optimistic = !e.pmtu.triedMax
 	e.pmtu.triedMax = true
 	e.stats.PMTUProbes++
 }
@@ -164,6 +169,9 @@ func (e *Endpoint) startProbe(t time.Duration) {
 // probeAcked ends a probe that ack (the first unacknowledged number) covers.
 func (e *Endpoint) probeAcked(ack seqno.Seq) {
 	p := &e.pmtu
+	if p.lostProbe && seqno.Offset(p.lostSeq, ack) > 0 {
+		p.lostProbe = false
+	}
 	if p.probe == 0 || seqno.Offset(p.probeSeq, ack) <= 0 {
 		return
 	}
@@ -185,9 +193,10 @@ func (e *Endpoint) probeFailed(t time.Duration) {
 		p.failSize, p.fails = p.probe, 0
 	}
 	p.fails++
+	p.lostProbe, p.lostSeq = true, p.probeSeq
 	e.stats.PMTUProbeLosses++
-	if p.fails >= MaxProbes || (p.probe == p.max && p.size < p.max-searchStep) {
-		// MaxProbes losses, or the optimistic probe of max, which the binary search then
+	if p.fails >= MaxProbes || p.optimistic {
+		// MaxProbes losses, or the one optimistic probe, whose size the binary search then
 		// approaches again with MaxProbes tries per size.
 		p.hi = min(p.hi, p.probe-1)
 		p.fails = 0
@@ -237,7 +246,11 @@ func (e *Endpoint) OnPathMTU(now time.Time, maxPacket int) {
 		e.probeFailed(e.since(now))
 	}
 	if maxPacket >= p.size {
-		p.hi = min(p.hi, max(maxPacket, p.size))
+		if maxPacket < p.hi {
+			// Probe the size the kernel named first (RFC 8899 §4.6.2: a PTB may select the next
+			// probe size): most often the path takes exactly that.
+			p.hi, p.triedMax, p.done = maxPacket, false, false
+		}
 		return
 	}
 	size := max(maxPacket, minPacket)
@@ -259,6 +272,7 @@ func (e *Endpoint) OnTooBig(now time.Time, size int) {
 	if p.probe != 0 && size >= p.probe {
 		p.hi = min(p.hi, p.probe-1)
 		p.fails = 0
+		p.lostProbe, p.lostSeq = true, p.probeSeq
 		p.probe = 0
 		e.stats.PMTUProbeLosses++
 		e.nextProbe(t)
@@ -287,4 +301,57 @@ func nakRangesFor(cfg Config) int {
 		size = min(size, max(b, minPacket))
 	}
 	return (size - headerSize) / 8
+}
+
+// newSendBuffer makes the send buffer: Config.SendBuffer bytes at every packet size the search
+// may use (down to its base), in packets of up to payload bytes.
+func newSendBuffer(cfg Config, payload int, isn seqno.Seq) *buffer.SendBuffer {
+	minPayload := payload
+	if b := cfg.PathMTU.Base; b > 0 {
+		minPayload = min(payload, max(b, minPacket)-headerSize)
+	}
+	if minPayload == payload {
+		return buffer.NewSendBuffer(cfg.SendBuffer, payload, isn)
+	}
+	return buffer.NewSendBufferSized(cfg.SendBuffer, payload, minPayload, isn)
+}
+
+// withoutProbe removes path MTU probes from loss ranges a NAK reported, so that the congestion
+// controller never sees a probe's loss (RFC 8899 §4.2: the loss of a probe is not a sign of
+// congestion): the probe in flight and the last one that failed (a "packet too big" report may
+// end a probe before the receiver's NAK of it arrives). rs is edited in place; the result may be
+// empty.
+func (e *Endpoint) withoutProbe(rs []congestion.Range) []congestion.Range {
+	p := &e.pmtu
+	if p.probe != 0 {
+		rs = withoutSeq(rs, p.probeSeq)
+	}
+	if p.lostProbe {
+		rs = withoutSeq(rs, p.lostSeq)
+	}
+	return rs
+}
+
+// withoutSeq removes s from the ranges rs, splitting the range that holds it.
+func withoutSeq(rs []congestion.Range, s seqno.Seq) []congestion.Range {
+	w := uint32(s)
+	for i, r := range rs {
+		if seqno.Offset(seqno.SeqFromWire(r.First), s) < 0 || seqno.Offset(s, seqno.SeqFromWire(r.Last)) < 0 {
+			continue
+		}
+		switch {
+		case r.First == w && r.Last == w:
+			return append(rs[:i], rs[i+1:]...)
+		case r.First == w:
+			rs[i].First = uint32(s.Inc())
+		case r.Last == w:
+			rs[i].Last = uint32(s.Dec())
+		default: // split around it: the rest of the range stays a loss
+			tail := congestion.Range{First: uint32(s.Inc()), Last: r.Last}
+			rs[i].Last = uint32(s.Dec())
+			rs = append(rs, tail)
+		}
+		return rs
+	}
+	return rs
 }

@@ -235,8 +235,10 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
-	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
-	e.applyCC()
+	if lr = e.withoutProbe(lr); len(lr) > 0 { // a lost path MTU probe is not congestion (pmtud.go)
+		e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
+		e.applyCC()
+	}
 	for _, r := range rs {
 		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
 	}
