@@ -104,7 +104,7 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
-		PathMTU:        m.pathMTUConfig(p.peer, p.mss),
+		PathMTU:        m.pathMTUConfig(p.mss),
 		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
