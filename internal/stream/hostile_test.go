@@ -38,7 +38,7 @@ func (e *Endpoint) invariants() error {
 	if e.flowWindow < 0 || e.flowWindow > e.cfg.PeerFlowWindow {
 		return fmt.Errorf("flow window %d", e.flowWindow)
 	}
-	return nil
+	return e.pmtuInvariants()
 }
 
 func ctrlPkt(typ packet.ControlType, info, dst uint32, body ...uint32) []byte {

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -99,4 +100,14 @@ func TestPMTUOff(t *testing.T) {
 	if got := l.ep[0].PacketSize(); got != 1472 {
 		t.Fatalf("no PathMTU config: packet size %d, want 1472", got)
 	}
+}
+
+// pmtuInvariants checks the search state: base ≤ size ≤ hi ≤ max, a probe above the size.
+func (e *Endpoint) pmtuInvariants() error {
+	p := &e.pmtu
+	if p.size < minPacket || p.size > p.max || p.base > p.max || (p.on && p.size < min(p.base, p.hi)) ||
+		p.hi > p.max || (p.probe != 0 && (p.probe <= p.size || p.probe > p.max)) || p.size > e.pktSize {
+		return fmt.Errorf("path MTU state %+v (packet %d)", *p, e.pktSize)
+	}
+	return nil
 }
