@@ -41,8 +41,10 @@ type Config struct {
 	// instead of fragmenting or losing 1472-byte ones. The default stays 1500 where a path allows
 	// more (jumbo frames, loopback's 64 KiB) because UDT4 peers and most paths assume it and one
 	// lost 64 KiB datagram costs 44 packets' worth; raise it to use such paths. Where Don't
-	// Fragment cannot be set (other systems, PacketConns that are not *net.UDPConn) packets stay
-	// at 1200 bytes, or MSS−28 if smaller.
+	// Fragment cannot be set (other systems, PacketConns that are not *net.UDPConn) there is no
+	// discovery and packets stay MSS−28 bytes (the system fragments them where a path is
+	// smaller). A UDT4 peer ACKs every packet shorter than the negotiated MSS's: on a path below
+	// the MSS, a UDT4 receiver sends one ACK per packet.
 	MSS int
 
 	// FlowWindow is the largest flow window in packets: the most packets this side lets its peer

@@ -34,7 +34,10 @@ import (
 // allowed (udpio.WriteFragmented), as RFC 8899 §4.4 provides for a PL that cannot resegment.
 //
 // Where Don't Fragment cannot be set (other systems, a PacketConn that is not a *net.UDPConn)
-// there is no discovery: packets are basePacket bytes, or MSS−28 if smaller.
+// there is no discovery and packets stay MSS−28 bytes, as before: there the system fragments a
+// datagram too large for the path instead of dropping it, and a fixed smaller size would cost an
+// ACK per packet from a UDT4 receiver, which ACKs every packet shorter than the negotiated
+// MSS's (spec §4.4 step 6).
 
 // basePacket is the size of the first data packets and the floor of the search: the UDP payload
 // of a 1228-byte IPv4 packet, RFC 8899 §5.1.2's recommended BASE_PLPMTU (1200 bytes), which also
@@ -47,7 +50,10 @@ const basePacket = 1200
 // kernel refuses it with EMSGSIZE at once and pathTooBig reads the path MTU then.
 func (m *mux) pathMTUConfig(mss int) stream.PathMTUConfig {
 	limit := mss - udpIPOverhead
-	return stream.PathMTUConfig{Discover: m.df, Base: min(basePacket, limit), Max: limit}
+	if !m.df {
+		return stream.PathMTUConfig{Max: limit} // no discovery: MSS−28 throughout
+	}
+	return stream.PathMTUConfig{Discover: true, Base: min(basePacket, limit), Max: limit}
 }
 
 // ipUDPOverhead is the bytes of IP and UDP header in front of a datagram to peer.

@@ -27,6 +27,8 @@ type SendBuffer struct {
 	payload int       // bytes per slot
 	fill    int       // bytes per packet cut from now on, ≤ payload (SetPacketSize)
 	limit   int       // most bytes held (NewSendBufferSized); 0: only the slots bound it
+	scratch []byte    // Recut's
+	starts  []int     // Recut's
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)

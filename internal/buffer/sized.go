@@ -63,3 +63,69 @@ func (b *SendBuffer) Grow(n int) bool {
 	b.st.setLength(k, len(next)-need)
 	return true
 }
+
+// Recut cuts the unsent packets again at PacketSize bytes (the last one may be shorter): after
+// the size grew, data written before leaves at the new size; after it fell, the unsent data
+// (which has no numbers yet) fits the path again, if the free slots allow (NewSendBufferSized
+// has enough at every size down to its minimum). The byte stream is unchanged; sent packets are
+// not touched. It copies the unsent bytes once, through one slot-sized scratch buffer, and
+// returns the change in the number of unsent packets (negative: fewer).
+func (b *SendBuffer) Recut() int {
+	u := b.used - b.sent
+	if u == 0 {
+		return 0
+	}
+	if cap(b.starts) < u+1 {
+		b.starts = make([]int, u+1, b.n+1)
+	}
+	starts := b.starts[:u+1] // starts[k]: stream offset of unsent packet k; starts[u]: the total
+	same := true
+	for k := range u {
+		l := b.st.length(b.slot(b.sent + k))
+		starts[k+1] = starts[k] + l
+		same = same && (l == b.fill || k == u-1 && l <= b.fill)
+	}
+	total := starts[u]
+	need := (total + b.fill - 1) / b.fill
+	if same || need > b.n-b.sent {
+		return 0 // already cut so, or not enough free slots
+	}
+	if cap(b.scratch) < b.payload {
+		b.scratch = make([]byte, b.payload)
+	}
+	piece := func(w int) { // gather new packet w from the old ones into its slot
+		lo, hi := w*b.fill, min((w+1)*b.fill, total)
+		k := 0
+		for starts[k+1] <= lo {
+			k++
+		}
+		tmp, n := b.scratch[:hi-lo], 0
+		for off := lo; off < hi; k++ {
+			src := b.st.data(b.slot(b.sent + k))
+			c := copy(tmp[n:], src[off-starts[k]:])
+			n, off = n+c, off+c
+		}
+		i := b.slot(b.sent + w)
+		if w >= u {
+			b.st.acquire(i) // a new slot (the size fell)
+		}
+		copy(b.st.bytes(i), tmp)
+		b.st.setLength(i, len(tmp))
+	}
+	// Growing, new packet w only needs old packets ≥ w: go forward; shrinking, only old packets
+	// ≤ w: go backward. Either way no old packet is overwritten before its last reader.
+	if need < u {
+		for w := range need {
+			piece(w)
+		}
+		for k := need; k < u; k++ {
+			b.st.release(b.slot(b.sent + k))
+		}
+	} else {
+		for w := need - 1; w >= 0; w-- {
+			piece(w)
+		}
+	}
+	b.used = b.sent + need
+	return need - u
+}

@@ -111,3 +111,86 @@ func TestSendBufferSized(t *testing.T) {
 		}
 	}
 }
+
+// Recut after the packet size grew: the unsent packets are cut again at the new size, the sent
+// ones stay, the stream is unchanged and the freed slots are usable again.
+func TestRecut(t *testing.T) {
+	const payload = 1456
+	b := NewSendBufferSized(200*payload, payload, 1184, 0)
+	b.SetPacketSize(1184)
+	src := make([]byte, 150_000)
+	for i := range src {
+		src[i] = byte(i*13 + i>>8)
+	}
+	b.Write(src)
+	var got []byte
+	for range 3 {
+		_, p, _, _ := b.Next()
+		got = append(got, p...)
+	}
+	before := b.Unsent()
+	b.SetPacketSize(payload)
+	saved := b.Recut()
+	_ = saved
+	saved = -saved
+	if want := before - (150_000-3*1184+payload-1)/payload; saved != want || b.Unsent() != before-saved {
+		t.Fatalf("Recut saved %d packets (%d unsent now), want %d", saved, b.Unsent(), want)
+	}
+	if b.Recut() != 0 {
+		t.Fatal("a second Recut changed something")
+	}
+	for b.Unsent() > 0 {
+		_, p, _, _ := b.Next()
+		if b.Unsent() > 0 && len(p) != payload {
+			t.Fatalf("recut packet of %d bytes", len(p))
+		}
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream changed by Recut")
+	}
+	if _, err := b.Ack(b.NextSeq()); err != nil || b.Memory() > PageSize || b.Buffered() != 0 {
+		t.Fatalf("after acking all: %v, %d bytes of pages, %d buffered", err, b.Memory(), b.Buffered())
+	}
+	if n := b.Write(src); n != len(src) {
+		t.Fatalf("Write after Recut took %d", n)
+	}
+}
+
+// Recut after the size fell: the unsent packets are cut smaller (new slots taken), the stream is
+// unchanged, and a buffer without free slots for that leaves them as they are.
+func TestRecutShrink(t *testing.T) {
+	const payload = 1456
+	b := NewSendBufferSized(100*payload, payload, 1184, 0)
+	src := make([]byte, 50*payload+77)
+	for i := range src {
+		src[i] = byte(i*7 + i>>9)
+	}
+	b.Write(src)
+	var got []byte
+	_, p, _, _ := b.Next()
+	got = append(got, p...)
+	before := b.Unsent()
+	b.SetPacketSize(1184)
+	added := b.Recut()
+	if want := (len(src)-payload+1183)/1184 - before; added != want || b.Unsent() != before+added {
+		t.Fatalf("Recut added %d packets, want %d", added, want)
+	}
+	for b.Unsent() > 0 {
+		_, p, _, _ := b.Next()
+		if b.Unsent() > 0 && len(p) != 1184 {
+			t.Fatalf("recut packet of %d bytes", len(p))
+		}
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream changed by Recut")
+	}
+	// A plain buffer (slots for full packets only) that is full cannot cut smaller.
+	f := NewSendBuffer(10*payload, payload, 0)
+	f.Write(make([]byte, 10*payload))
+	f.SetPacketSize(1000)
+	if f.Recut() != 0 || f.Unsent() != 10 {
+		t.Fatalf("full buffer recut to %d packets", f.Unsent())
+	}
+}

@@ -59,6 +59,7 @@ type Endpoint struct {
 	lastACKTime    time.Duration // last full or medium ACK sent
 	lastFullACK    time.Duration
 	ackForce       bool // an ACK is due at once (short packet, controller interval)
+	rcvLastLen     int  // payload bytes of the last data packet received (a shorter one forces an ACK)
 	ackRepeats     int  // consecutive timer ACKs carrying the same unconfirmed number
 	pktsSinceACK   int
 	pktsSinceLight int
@@ -126,6 +127,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.rcvLastAck = peerISN
 	e.rcvLastAckAck = peerISN
 	e.advertised = cfg.RecvBuffer
+	e.rcvLastLen = e.payloadSize // the first packet is short if it is not full-size, as in UDT4
 	e.arrivals = arrival.New(now)
 	e.acks = rtt.NewHistory(ackHistory)
 

@@ -19,17 +19,20 @@ import (
 //   - A probe is a real data packet: the next new packet, lengthened to the probed size with
 //     bytes of the packet after it (buffer.SendBuffer.Grow), so a UDT4 peer receives an ordinary
 //     packet smaller than the negotiated MSS and the probe needs no wire format of its own. One
-//     probe is in flight at a time. The first probes Max itself, once: the interface's MTU is
-//     the path's on most paths, which then take full-size packets after one round trip. Then
-//     binary search (quic-go's mtu_discoverer shape): the midpoint of the confirmed size and
-//     the largest size not known to fail.
+//     probe is in flight at a time. The first probes Max itself: the interface's MTU is the
+//     path's on most paths, which then take full-size packets after one round trip (and a UDT4
+//     receiver ACKs every packet shorter than the negotiated MSS's, spec §4.4 step 6, so full
+//     size matters). Then binary search (quic-go's mtu_discoverer shape): the midpoint of the
+//     confirmed size and the largest size not known to fail.
 //   - Confirmed by delivery: an ACK (full, medium or light) past the probe's sequence number
 //     while the probe was never retransmitted. Failed: the probe is retransmitted (the receiver
 //     NAKed it, or the retransmission timer re-queued it) or the local stack refused it
 //     (EMSGSIZE). A size fails for good after MaxProbes consecutive failures (RFC 8899 §5.1.2,
 //     robust to isolated loss); it then bounds the search. The search is complete once the
 //     range is narrower than searchStep, and starts again after raiseTimer.
-//   - A failed probe, and every packet cut before the size fell, cannot be cut again (UDT4
+//   - When the size changes, the packets not yet sent are cut again at it (buffer.Recut: one copy
+//     of the unsent bytes, at most SendBuffer, a few times per connection).
+//   - A failed probe, and every packet sent before the size fell, cannot be cut again (UDT4
 //     numbers packets, not bytes): those leave with fragmentation allowed (RFC 8899 §4.4: a PL
 //     that cannot resegment retransmits with network-layer fragmentation). conn sends a packet
 //     longer than PacketSize that is not the probe (ProbeSeq) that way.
@@ -72,22 +75,21 @@ const (
 
 // pmtud is the search state, owned by the Endpoint.
 type pmtud struct {
-	on         bool
-	base, max  int
-	size       int       // confirmed: new packets are cut at this size
-	hi         int       // the largest size not known to fail
-	probe      int       // the size in flight as a probe, 0 if none
-	probeSeq   seqno.Seq // its sequence number
-	fails      int       // consecutive failures at the size last probed
-	failSize   int
-	triedMax   bool // the optimistic probe (of hi: max, or a hinted size) was sent
-	optimistic bool // the probe in flight is the optimistic one
-	lostProbe  bool // lostSeq is the last probe that failed, not yet acknowledged
-	lostSeq    seqno.Seq
-	done       bool
-	restartAt  time.Duration // when a complete search starts again
-	changes    uint64        // times size changed
-	why        string        // what made the last change (for conn's log)
+	on        bool
+	base, max int
+	size      int       // confirmed: new packets are cut at this size
+	hi        int       // the largest size not known to fail
+	probe     int       // the size in flight as a probe, 0 if none
+	probeSeq  seqno.Seq // its sequence number
+	fails     int       // consecutive failures at the size last probed
+	failSize  int
+	triedMax  bool // the optimistic probe (of hi: max, or a hinted size) was sent
+	lostProbe bool // lostSeq is the last probe that failed, not yet acknowledged
+	lostSeq   seqno.Seq
+	done      bool
+	restartAt time.Duration // when a complete search starts again
+	changes   uint64        // times size changed
+	why       string        // what made the last change (for conn's log)
 }
 
 func (e *Endpoint) initPMTU(c PathMTUConfig) {
@@ -161,8 +163,6 @@ func (e *Endpoint) startProbe(t time.Duration) {
 	}
 	e.pmtu.probe = size
 	e.pmtu.probeSeq = e.snd.NextSeq()
-	e.pmtu.optimistic = !e.pmtu.triedMax
-	e.pmtu.triedMax = true
 	e.stats.PMTUProbes++
 }
 
@@ -177,9 +177,14 @@ func (e *Endpoint) probeAcked(ack seqno.Seq) {
 	}
 	size := p.probe
 	p.probe, p.fails = 0, 0
+	p.triedMax = true
 	if size > p.size {
 		p.why = "probe delivered"
 		e.setPacketSize(size)
+		// Data written before the size grew (a bulk writer fills the whole send buffer at once,
+		// before the first probe returns) leaves at the new size too: without this the first
+		// SendBuffer bytes go as base-size packets, each of which a UDT4 receiver ACKs.
+		e.snd.Recut()
 	}
 }
 
@@ -195,11 +200,10 @@ func (e *Endpoint) probeFailed(t time.Duration) {
 	p.fails++
 	p.lostProbe, p.lostSeq = true, p.probeSeq
 	e.stats.PMTUProbeLosses++
-	if p.fails >= MaxProbes || p.optimistic {
-		// MaxProbes losses, or the one optimistic probe, whose size the binary search then
-		// approaches again with MaxProbes tries per size.
+	if p.fails >= MaxProbes {
 		p.hi = min(p.hi, p.probe-1)
 		p.fails = 0
+		p.triedMax = true // the optimistic size failed: binary search below it
 	}
 	p.probe = 0
 	e.nextProbe(t) // may complete the search
@@ -211,6 +215,7 @@ func (e *Endpoint) lowerSize(size int) {
 	p := &e.pmtu
 	p.probe, p.fails = 0, 0
 	e.setPacketSize(size)
+	e.snd.Recut() // the unsent packets have no numbers yet: cut them to fit
 	first, n := e.sndLastAck(), e.inFlight()
 	for k := 0; k < n; k++ {
 		s := first.Add(k)
