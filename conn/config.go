@@ -66,14 +66,27 @@ type Config struct {
 	// Use "gotimer" under testing/synctest.
 	Pacer string
 
+	// PacingTolerance is how far from its scheduled time a data packet may leave, before or
+	// after it: the precision asked of the pacer, which it trades for CPU (pacer.Config.
+	// Tolerance). Each wake of the pacer sends every packet due within the tolerance as one
+	// batch, and the hybrid backend sleeps instead of spinning whenever its wake-up tail fits in
+	// it. Default pacer.DefaultTolerance (200 µs: a few packets per wake at 100 Mbit/s, and a
+	// pure sleep wherever the host's wake-up tail fits in it; its godoc gives the measurements);
+	// negative means exact pacing (pacer.Exact), every packet at or after its time, at the CPU
+	// cost of spinning through the wake-up tail. Connections that share a UDP socket use the
+	// tolerance of its first user.
+	PacingTolerance time.Duration
+
 	// StrictPacing turns off catch-up in the release schedule: each data packet waits a full send
 	// period after the previous one actually left, as a sender on a coarse timer does (a 1 ms
 	// timer then caps the rate near 1000 packets/s). For experiments and pacerbench-style
 	// comparisons; default off (late packets catch up in bounded bursts).
 	StrictPacing bool
 
-	// Congestion makes the congestion controller of each connection. Default: UDT's native DAIMD
-	// (congestion.NativeFactory).
+	// Congestion makes the congestion controller of each connection. Default: congestion.BBR, a
+	// model-based controller (BBRv3-style, from the sender's own delivery-rate samples) that
+	// takes random loss below the path's congestion level for what it is. UDT 4.11's native
+	// DAIMD (congestion.NativeFactory) is there for compatibility experiments.
 	Congestion congestion.Factory
 
 	// MaxBandwidth caps the sending rate in bytes/s (UDT_MAXBW, spec §5.5). 0 means no cap.
@@ -144,7 +157,7 @@ func (c *Config) resolved() (Config, error) {
 		r.Pacer = pacer.DefaultWaiter
 	}
 	if r.Congestion == nil {
-		r.Congestion = congestion.NativeFactory()
+		r.Congestion = congestion.BBRFactory()
 	}
 	if r.MaxBandwidth < 0 {
 		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)

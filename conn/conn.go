@@ -105,9 +105,10 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
 		PathMTU:        m.pathMTUConfig(p.mss),
-		Burst:          sendBatch,
 		Start:          now,
 		Output:         c.output,
+
+		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.loggedSize = c.ep.PacketSize()
 	c.dataH = m.send.Add(&c.dataFlow)

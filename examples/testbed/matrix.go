@@ -18,6 +18,7 @@ type matrixOptions struct {
 	duration  time.Duration
 	protocols string
 	udtperf   string
+	pacer     string // udtperf -pacer for the udt rows ("" = its default)
 }
 
 // Scenario is one point of the matrix: a path setting.
@@ -38,15 +39,19 @@ func (s Scenario) String() string {
 
 // Protocol names in the matrix (Row.Protocol).
 const (
-	protoUDT      = "udt"    // udtperf -proto udt: the native controller (UDT 4.11's DAIMD)
-	protoUDTLT    = "udt-lt" // udtperf -proto udt -cc udt-lt: the loss-tolerant controller
-	protoTCPCubic = "tcp-cubic"
-	protoTCPBBR   = "tcp-bbr"
-	protoQUIC     = "quic"
+	protoUDT       = "udt"        // udtperf -proto udt: the default controller (bbr)
+	protoUDTNative = "udt-native" // udtperf -proto udt -cc udt: UDT 4.11's native DAIMD
+	protoUDTLT     = "udt-lt"     // udtperf -proto udt -cc udt-lt: the loss-tolerant DAIMD
+	protoTCPCubic  = "tcp-cubic"
+	protoTCPBBR    = "tcp-bbr"
+	protoQUIC      = "quic"
 )
 
 // allProtocols is the matrix's protocol axis in table order.
-var allProtocols = []string{protoUDT, protoUDTLT, protoTCPCubic, protoTCPBBR, protoQUIC}
+var allProtocols = []string{protoUDT, protoUDTNative, protoUDTLT, protoTCPCubic, protoTCPBBR, protoQUIC}
+
+// udtCC maps the matrix's udt variants to udtperf's -cc value ("" = udtperf's default).
+var udtCC = map[string]string{protoUDT: "", protoUDTNative: "udt", protoUDTLT: "udt-lt"}
 
 // scenarios returns the matrix: rate 100 Mbit/s × RTT 0, 20, 100 ms × loss
 // 0, 0.1, 1 %, then 100 Mbit/s · 20 ms · 0 % at a path MTU of 1400 and of 1280
@@ -79,11 +84,11 @@ func headScenario(scs []Scenario) Scenario {
 }
 
 // selectProtocols parses -protocols (comma-separated; empty = the default
-// set: all of them, or udt, udt-lt and tcp-cubic with -quick).
+// set: all of them, or udt, tcp-bbr and tcp-cubic with -quick).
 func selectProtocols(list string, quick bool) ([]string, error) {
 	if list == "" {
 		if quick {
-			return []string{protoUDT, protoUDTLT, protoTCPCubic}, nil
+			return []string{protoUDT, protoTCPBBR, protoTCPCubic}, nil
 		}
 		return slices.Clone(allProtocols), nil
 	}
@@ -106,7 +111,7 @@ func selectProtocols(list string, quick bool) ([]string, error) {
 
 // Row is one transfer of the matrix; the JSON names are stable.
 type Row struct {
-	Protocol    string  `json:"protocol"`      // udt, udt-lt, tcp-cubic, tcp-bbr, quic
+	Protocol    string  `json:"protocol"`      // udt, udt-native, udt-lt, tcp-cubic, tcp-bbr, quic
 	RateMbps    float64 `json:"rate_mbps"`     // set bottleneck rate, Mbit/s (IP bytes)
 	RTTms       float64 `json:"rtt_ms"`        // set round-trip delay, ms
 	LossPct     float64 `json:"loss_pct"`      // set loss per direction, %
@@ -118,6 +123,11 @@ type Row struct {
 	LinkRTTms   float64 `json:"link_rtt_ms"`   // ping median measured before the scenario, ms
 	LinkLossPct float64 `json:"link_loss_pct"` // UDP probe loss measured before the scenario, %
 	Error       string  `json:"error,omitempty"`
+
+	Backend string `json:"backend"` // udt: the sender's pacer backend (udtperf's); "" otherwise
+	// SenderCPU is the sender's process CPU seconds per 10⁹ payload bytes (udtperf's
+	// sender_cpu_s_per_gb, SHA-256 included); null where not measured (the built-in TCP).
+	SenderCPU *float64 `json:"sender_cpu_s_per_gb"`
 }
 
 func newRow(proto string, s Scenario) Row {
@@ -130,18 +140,25 @@ func newRow(proto string, s Scenario) Row {
 
 // printTable writes the matrix as a Markdown table (one line per row).
 func printTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | MTU | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|")
+	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | MTU | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, r := range rows {
 		gp, rt, sha := fmt.Sprintf("%.2f", r.GoodputMbps), fmt.Sprintf("%.2f", r.RetransPct), "ok"
+		proto, cpu := r.Protocol, "n/a"
+		if r.Backend != "" {
+			proto += "/" + r.Backend
+		}
+		if r.SenderCPU != nil {
+			cpu = fmt.Sprintf("%.2f", *r.SenderCPU)
+		}
 		if !r.SHA256OK {
 			sha = "MISMATCH"
 		}
 		if r.Error != "" {
 			gp, rt, sha = "—", "—", "error: "+r.Error
 		}
-		fmt.Fprintf(w, "| %s | %g | %g | %g | %d | %s | %s | %s | %.2f | %.3f |\n",
-			r.Protocol, r.RateMbps, r.RTTms, r.LossPct, r.MTU, gp, rt, sha, r.LinkRTTms, r.LinkLossPct)
+		fmt.Fprintf(w, "| %s | %g | %g | %g | %d | %s | %s | %s | %.2f | %.3f | %s |\n",
+			proto, r.RateMbps, r.RTTms, r.LossPct, r.MTU, gp, rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
 	}
 }
 

@@ -37,10 +37,10 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestSelectProtocols(t *testing.T) {
-	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-lt,tcp-cubic,tcp-bbr,quic" {
+	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-native,udt-lt,tcp-cubic,tcp-bbr,quic" {
 		t.Errorf("default = %v", p)
 	}
-	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,udt-lt,tcp-cubic" {
+	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,tcp-bbr,tcp-cubic" {
 		t.Errorf("quick = %v", p)
 	}
 	if p, err := selectProtocols("cubic, BBR,cubic", false); err != nil || strings.Join(p, ",") != "tcp-cubic,tcp-bbr" {
@@ -90,9 +90,13 @@ func TestWriteJSONSchema(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	var buf bytes.Buffer
-	printTable(&buf, sampleRows())
+	c := newRow(protoUDT, Scenario{Rate: 100e6, RTT: 20 * time.Millisecond})
+	cpu := 3.25
+	c.GoodputMbps, c.RetransPct, c.SHA256OK, c.Backend, c.SenderCPU = 90, 0.1, true, "nanosleep", &cpu
+	printTable(&buf, append(sampleRows(), c))
 	out := buf.String()
-	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1500 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | 1500 | — | — | error: udtperf missing |"} {
+	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1500 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | 1500 | — | — | error: udtperf missing |",
+		"| udt/nanosleep | 100 | 20 | 0 | 1500 | 90.00 | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

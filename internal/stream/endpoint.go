@@ -21,8 +21,9 @@ type Endpoint struct {
 	cfg         Config
 	start       time.Time
 	cc          congestion.Controller
-	pktSize     int // MSS − 28: the largest datagram
-	payloadSize int // MSS − 44: the largest payload
+	dcc         congestion.DeliveryController // cc, when it takes delivery samples; else nil
+	pktSize     int                           // MSS − 28: the largest datagram
+	payloadSize int                           // MSS − 44: the largest payload
 	minPeriod   time.Duration
 	kaInterval  time.Duration
 
@@ -39,6 +40,7 @@ type Endpoint struct {
 	ccACKInterval  int
 	ccRTO          time.Duration
 	pairNext       bool              // the previous packet opened a packet pair: the next leaves at once
+	blocked        bool              // Release last stopped with nothing sendable (window, data)
 	peerRates      arrival.PeerRates // smoothed receiver estimates from full ACKs (spec §6.3)
 	rtoBase        time.Duration
 	rtoCount       int
@@ -47,6 +49,7 @@ type Endpoint struct {
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
+	dlv            *deliveryTracker   // the sender's own delivery accounting (delivery.go)
 
 	// Receiver (spec §4.4). rcv holds the window: rcv.ReadSeq() is the first sequence number not
 	// yet consumed by Read, rcv.AckSeq() the first missing one (the ACK number), rcv.Cap() the
@@ -117,8 +120,10 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.snd = newSendBuffer(cfg, e.payloadSize, isn)
 	e.initPMTU(cfg.PathMTU)
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
-	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
+	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Strict: cfg.StrictPacing, Tolerance: cfg.PacingTolerance})
 	e.sndLastDataAck = isn
+	e.dlv = newDeliveryTracker(isn, e.snd.Cap())
+	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
 	e.rtoBase = t
 
 	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
@@ -157,37 +162,13 @@ func (e *Endpoint) applyCC() {
 	p := max(st.Period, e.minPeriod, 0)
 	if p != e.period {
 		e.period = p
-		e.sched.SetInterval(p)
-		e.sched.SetBurst(burstFor(p, e.cfg.Burst))
+		e.sched.SetInterval(p) // the catch-up burst follows it (pacer.BurstFor)
 	}
 	e.cwnd = 0
 	if st.Window > 0 {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
-}
-
-// Catch-up credit (see burstFor): the time a late pacer may repay back to back, and the floor in
-// packets, as quic-go's pacer (2 ms of the rate: MinPacingDelay + TimerGranularity; at least
-// 10 packets).
-const (
-	burstTime    = 2 * time.Millisecond
-	minBurstPkts = 10
-)
-
-// burstFor returns the pacing schedule's burst cap for packet period p: the packets of
-// burstTime at that rate, at least minBurstPkts, at most limit (Config.Burst; 0 means
-// pacer.DefaultBurst). A late pacer (a preempted vCPU, a busy core) then sends at most 2 ms of
-// its rate at once: a burst of limit packets at 100 Mbit/s would put 5 ms of queue on the
-// bottleneck, which delay-based controllers read as congestion and shallow buffers drop.
-func burstFor(p time.Duration, limit int) int {
-	if limit <= 0 {
-		limit = pacer.DefaultBurst
-	}
-	if p <= 0 {
-		return limit
-	}
-	return min(max(int((burstTime+p-1)/p), minBurstPkts), limit)
 }
 
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
@@ -233,6 +214,7 @@ func (e *Endpoint) Write(p []byte) int {
 	if !e.active() {
 		return 0
 	}
+	e.noteAppLimited() // data arriving at an idle sender: what is in flight was app-limited
 	n := e.snd.Write(p)
 	e.stats.BytesWritten += uint64(n)
 	return n
