@@ -79,16 +79,20 @@ func (b *SendBuffer) Recut() int {
 		b.starts = make([]int, u+1, b.n+1)
 	}
 	starts := b.starts[:u+1] // starts[k]: stream offset of unsent packet k; starts[u]: the total
-	same := true
+	same, ahead, behind := true, true, true
 	for k := range u {
 		l := b.st.length(b.slot(b.sent + k))
 		starts[k+1] = starts[k] + l
 		same = same && (l == b.fill || k == u-1 && l <= b.fill)
+		ahead = ahead && starts[k+1] <= (k+1)*b.fill // old packet k ends before new packet k+1
+		behind = behind && starts[k] >= k*b.fill     // old packet k starts after new packet k
 	}
 	total := starts[u]
 	need := (total + b.fill - 1) / b.fill
-	if same || need > b.n-b.sent {
-		return 0 // already cut so, or not enough free slots
+	if same || need > b.n-b.sent || !(need < u && ahead || need >= u && behind) {
+		// Already cut so; not enough free slots; or sizes mixed so that no single pass can move
+		// the bytes in place (a grown probe among short packets, say): leave them.
+		return 0
 	}
 	if cap(b.scratch) < b.payload {
 		b.scratch = make([]byte, b.payload)
@@ -112,8 +116,9 @@ func (b *SendBuffer) Recut() int {
 		copy(b.st.bytes(i), tmp)
 		b.st.setLength(i, len(tmp))
 	}
-	// Growing, new packet w only needs old packets ≥ w: go forward; shrinking, only old packets
-	// ≤ w: go backward. Either way no old packet is overwritten before its last reader.
+	// Growing (ahead), new packet w only needs old packets ≥ w: go forward; shrinking (behind),
+	// only old packets ≤ w: go backward. Either way no old packet is overwritten before its last
+	// reader.
 	if need < u {
 		for w := range need {
 			piece(w)

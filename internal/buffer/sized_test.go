@@ -194,3 +194,54 @@ func TestRecutShrink(t *testing.T) {
 		t.Fatalf("full buffer recut to %d packets", f.Unsent())
 	}
 }
+
+// FuzzRecut: whatever the packet lengths and the new size, Recut keeps the byte stream and cuts
+// the unsent packets at the size when it changes anything.
+func FuzzRecut(f *testing.F) {
+	f.Add([]byte{10, 10, 10, 3}, uint8(15), uint8(2))
+	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1))
+	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0))
+	f.Fuzz(func(t *testing.T, lens []byte, size, sent uint8) {
+		const payload = 40
+		if len(lens) > 60 || size == 0 || size > payload {
+			return
+		}
+		// Packets of mixed lengths: each Write at its own packet size (it tops up the last
+		// unsent packet first, so lengths mix further).
+		b := NewSendBufferSized(64*payload, payload, 1, 0)
+		var src []byte
+		for _, l := range lens {
+			l = l%payload + 1
+			b.SetPacketSize(int(l))
+			chunk := make([]byte, l)
+			for i := range chunk {
+				chunk[i] = byte(len(src)*7 + i)
+			}
+			n := b.Write(chunk)
+			src = append(src, chunk[:n]...)
+		}
+		var got []byte
+		for range int(sent) % (b.Unsent() + 1) {
+			_, p, _, _ := b.Next()
+			got = append(got, p...)
+		}
+		b.SetPacketSize(int(size))
+		if b.Recut() != 0 {
+			for k := 0; k < b.Unsent()-1; k++ {
+				if l := b.st.length(b.slot(b.sent + k)); l != int(size) {
+					t.Fatalf("recut packet %d of %d bytes, want %d", k, l, size)
+				}
+			}
+		}
+		for b.Unsent() > 0 {
+			_, p, _, _ := b.Next()
+			if len(p) == 0 || len(p) > payload {
+				t.Fatalf("packet of %d bytes", len(p))
+			}
+			got = append(got, p...)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("stream changed: %d bytes, want %d", len(got), len(src))
+		}
+	})
+}

@@ -36,11 +36,11 @@ import (
 //     numbers packets, not bytes): those leave with fragmentation allowed (RFC 8899 §4.4: a PL
 //     that cannot resegment retransmits with network-layer fragmentation). conn sends a packet
 //     longer than PacketSize that is not the probe (ProbeSeq) that way.
-//   - Black hole (RFC 8899 §4.3): a retransmission timeout (the second timer expiry without ACK
-//     progress, timers.go) while packets above Base are in use means the path may have shrunk
-//     without telling: the size falls back to Base, the in-flight packets above it are sent
-//     again, and the search restarts below the size that stopped working. On a path that was
-//     only congested this costs one quick search.
+//   - Black hole (RFC 8899 §4.3): two retransmission-timer expiries with nothing heard from the
+//     receiver in between (no NAK, no ACK progress: none of our data reached it) while packets
+//     above Base are in use mean the path may have shrunk without telling: the size falls back
+//     to Base and the search restarts below the size that stopped working. On a path that only
+//     lost everything for a while this costs one quick search.
 //   - OnPathMTU (the kernel's path MTU after an ICMP "packet too big" or an EMSGSIZE): a size
 //     below the current one becomes the current size and the search's top (a hint never
 //     raises the size, RFC 8899 §4.6.2), and in-flight packets above it are sent again at once
@@ -83,8 +83,10 @@ type pmtud struct {
 	probeSeq  seqno.Seq // its sequence number
 	fails     int       // consecutive failures at the size last probed
 	failSize  int
-	triedMax  bool // the optimistic probe (of hi: max, or a hinted size) was sent
-	lostProbe bool // lostSeq is the last probe that failed, not yet acknowledged
+	triedMax  bool          // the optimistic probe (of hi: max, or a hinted size) was sent
+	heard     time.Duration // the last NAK or ACK progress: data of ours reached the receiver
+	expiry    time.Duration // the last retransmission-timer expiry blackHole saw
+	lostProbe bool          // lostSeq is the last probe that failed, not yet acknowledged
 	lostSeq   seqno.Seq
 	done      bool
 	restartAt time.Duration // when a complete search starts again
@@ -169,6 +171,7 @@ func (e *Endpoint) startProbe(t time.Duration) {
 // probeAcked ends a probe that ack (the first unacknowledged number) covers.
 func (e *Endpoint) probeAcked(ack seqno.Seq) {
 	p := &e.pmtu
+	p.heard = e.lastRecv // advanceAck runs on ACK progress
 	if p.lostProbe && seqno.Offset(p.lostSeq, ack) > 0 {
 		p.lostProbe = false
 	}
@@ -225,17 +228,25 @@ func (e *Endpoint) lowerSize(size int) {
 	}
 }
 
-// blackHole runs at a retransmission timeout: above Base, fall back to it (see above).
+// blackHole runs at a retransmission timeout: above Base, fall back to it (see above) when
+// nothing of ours reached the receiver (no NAK, no ACK progress) since the previous expiry,
+// which a path that only loses packets at random rarely does. The packets in flight are not
+// re-queued: the timer's go-back-N sends them again, and being longer than the size now they go
+// fragmentable.
 func (e *Endpoint) blackHole(t time.Duration) {
 	p := &e.pmtu
-	if !p.on || p.size <= p.base {
+	prev := p.expiry
+	p.expiry = t
+	if !p.on || p.size <= p.base || p.heard >= prev {
 		return
 	}
 	e.stats.PMTUBlackHoles++
-	p.why = "retransmission timeout: black hole suspected"
+	p.why = "retransmission timeouts without a word from the receiver: black hole suspected"
 	p.hi = min(p.hi, p.size-1)
 	p.done = false
-	e.lowerSize(p.base)
+	p.probe, p.fails = 0, 0
+	e.setPacketSize(p.base)
+	e.snd.Recut()
 	e.nextProbe(t)
 }
 

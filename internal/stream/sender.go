@@ -287,6 +287,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
+	e.pmtu.heard = e.since(now) // data of ours reached the receiver (pmtud.go's black-hole test)
 	e.dlv.begin()
 	for _, r := range rs {
 		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
