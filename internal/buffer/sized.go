@@ -68,37 +68,68 @@ func (b *SendBuffer) Grow(n int) bool {
 // the size grew, data written before leaves at the new size; after it fell, the unsent data
 // (which has no numbers yet) fits the path again, if the free slots allow (NewSendBufferSized
 // has enough at every size down to its minimum). The byte stream is unchanged; sent packets are
-// not touched. It copies the unsent bytes once, through one slot-sized scratch buffer, and
-// returns the change in the number of unsent packets (negative: fewer).
+// not touched. It copies the unsent bytes once, through one slot-sized scratch buffer, or twice
+// when their sizes are mixed (a probe lengthened among shorter packets): first up to full
+// slots, then down to the size. It returns the change in the number of unsent packets.
 func (b *SendBuffer) Recut() int {
 	u := b.used - b.sent
 	if u == 0 {
 		return 0
 	}
+	total, same, ahead, behind := b.layout(b.fill)
+	need := (total + b.fill - 1) / b.fill
+	switch {
+	case same || need > b.n-b.sent:
+		return 0 // already cut so, or not enough free slots
+	case need < u && ahead:
+		b.recut(b.fill, true)
+	case need >= u && behind:
+		b.recut(b.fill, false)
+	default:
+		// Mixed sizes: full slots first (every packet is at most a slot, so a forward pass
+		// works), then down to the size (every packet is then at least that: backward).
+		b.layout(b.payload)
+		b.recut(b.payload, true)
+		b.layout(b.fill)
+		b.recut(b.fill, false)
+	}
+	return b.used - b.sent - u
+}
+
+// layout fills b.starts with the stream offsets of the unsent packets and reports their total
+// length, whether they are already cut at size, and whether a forward (ahead: each old packet k
+// ends before new packet k+1 starts) or a backward (behind: each old packet k starts after new
+// packet k does) pass can cut them at size in place.
+func (b *SendBuffer) layout(size int) (total int, same, ahead, behind bool) {
+	u := b.used - b.sent
 	if cap(b.starts) < u+1 {
 		b.starts = make([]int, u+1, b.n+1)
 	}
-	starts := b.starts[:u+1] // starts[k]: stream offset of unsent packet k; starts[u]: the total
-	same, ahead, behind := true, true, true
+	starts := b.starts[:u+1]
+	same, ahead, behind = true, true, true
 	for k := range u {
 		l := b.st.length(b.slot(b.sent + k))
 		starts[k+1] = starts[k] + l
-		same = same && (l == b.fill || k == u-1 && l <= b.fill)
-		ahead = ahead && starts[k+1] <= (k+1)*b.fill // old packet k ends before new packet k+1
-		behind = behind && starts[k] >= k*b.fill     // old packet k starts after new packet k
+		same = same && (l == size || k == u-1 && l <= size)
+		ahead = ahead && starts[k+1] <= (k+1)*size
+		behind = behind && starts[k] >= k*size
 	}
+	b.starts = starts
+	return starts[u], same, ahead, behind
+}
+
+// recut re-chunks the unsent packets laid out by layout at size bytes, forward or backward (see
+// layout), taking or releasing slots as the count changes.
+func (b *SendBuffer) recut(size int, forward bool) {
+	u := b.used - b.sent
+	starts := b.starts[:u+1]
 	total := starts[u]
-	need := (total + b.fill - 1) / b.fill
-	if same || need > b.n-b.sent || !(need < u && ahead || need >= u && behind) {
-		// Already cut so; not enough free slots; or sizes mixed so that no single pass can move
-		// the bytes in place (a grown probe among short packets, say): leave them.
-		return 0
-	}
+	need := (total + size - 1) / size
 	if cap(b.scratch) < b.payload {
 		b.scratch = make([]byte, b.payload)
 	}
 	piece := func(w int) { // gather new packet w from the old ones into its slot
-		lo, hi := w*b.fill, min((w+1)*b.fill, total)
+		lo, hi := w*size, min((w+1)*size, total)
 		k := 0
 		for starts[k+1] <= lo {
 			k++
@@ -111,15 +142,12 @@ func (b *SendBuffer) Recut() int {
 		}
 		i := b.slot(b.sent + w)
 		if w >= u {
-			b.st.acquire(i) // a new slot (the size fell)
+			b.st.acquire(i) // a new slot
 		}
 		copy(b.st.bytes(i), tmp)
 		b.st.setLength(i, len(tmp))
 	}
-	// Growing (ahead), new packet w only needs old packets ≥ w: go forward; shrinking (behind),
-	// only old packets ≤ w: go backward. Either way no old packet is overwritten before its last
-	// reader.
-	if need < u {
+	if forward {
 		for w := range need {
 			piece(w)
 		}
@@ -132,5 +160,4 @@ func (b *SendBuffer) Recut() int {
 		}
 	}
 	b.used = b.sent + need
-	return need - u
 }
