@@ -27,8 +27,9 @@ type Conn struct {
 	isn    uint32 // our first data sequence number
 	mss    int    // negotiated
 
-	hsReply []byte // the handshake answer we sent (listener side), re-sent on a repeated request
-	onClose func() // set by the Listener that made the connection, run once by Close
+	hsReply    []byte // the handshake answer we sent (listener side), re-sent on a repeated request
+	rendezvous bool   // made by Rendezvous: hsReply answers every handshake but a −2 (spec §3.3)
+	onClose    func() // set by the Listener that made the connection, run once by Close
 
 	mu      sync.Mutex // guards ep and the fields below
 	ep      *stream.Endpoint
@@ -54,7 +55,9 @@ type Conn struct {
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
 
-	// Packet-size changes already logged (pmtu.go); guarded by mu.
+	obs observer // Config.Logger and Config.Tracer (observe.go)
+
+	// Packet-size changes already noted (pmtu.go); guarded by mu.
 	sizeChanges uint64
 	loggedSize  int
 }
@@ -66,6 +69,7 @@ type connParams struct {
 	mss            int
 	peerFlowWindow int
 	peer           netip.AddrPort
+	server         bool // accepted by a Listener
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
@@ -91,26 +95,31 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.dataFlow.c = c
 	c.timerFlow.c = c
 	var ctl congestion.Controller = cfg.Congestion()
+	c.obs.init(cfg, c.traceInfo(ctl, p, now))
+	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{
-		LocalID:        p.id,
-		PeerID:         p.peerID,
-		ISN:            p.isn,
-		PeerISN:        p.peerISN,
-		MSS:            p.mss,
-		PeerFlowWindow: p.peerFlowWindow,
-		SendBuffer:     cfg.SendBuffer,
-		RecvBuffer:     cfg.RecvBuffer / payloadSize(p.mss),
-		Controller:     ctl,
-		MaxBandwidth:   cfg.MaxBandwidth,
-		IdleTimeout:    cfg.IdleTimeout,
-		StrictPacing:   cfg.StrictPacing,
-		PathMTU:        m.pathMTUConfig(p.mss),
-		Start:          now,
-		Output:         c.output,
-
+		LocalID:         p.id,
+		PeerID:          p.peerID,
+		ISN:             p.isn,
+		PeerISN:         p.peerISN,
+		MSS:             p.mss,
+		PeerFlowWindow:  p.peerFlowWindow,
+		SendBuffer:      cfg.SendBuffer,
+		RecvBuffer:      cfg.RecvBuffer / payloadSize(p.mss),
+		Controller:      ctl,
+		MaxBandwidth:    cfg.MaxBandwidth,
+		IdleTimeout:     cfg.IdleTimeout,
+		StrictPacing:    cfg.StrictPacing,
+		Messages:        cfg.MessageMode,
+		PathMTU:         m.pathMTUConfig(p.mss),
+		Start:           now,
+		Output:          c.output,
+		Tracer:          engineTracer,
+		TracePackets:    tracePackets,
 		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.loggedSize = c.ep.PacketSize()
+	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
@@ -156,6 +165,7 @@ func (c *Conn) breakLocked(err error) {
 	c.deadOnce.Do(func() {
 		c.deadErr = err
 		close(c.dead)
+		c.observeBroken(err)
 	})
 }
 
@@ -179,9 +189,9 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
 	c.mu.Lock()
 	c.ep.HandlePacket(now, b)
 	c.afterEngineLocked()
-	ev := c.sizeEventLocked()
+	c.noteSizeLocked(now)
 	c.mu.Unlock()
-	c.logSize(ev)
+	c.obs.flush()
 }
 
 // answerHandshake re-sends the handshake answer that made this connection (listener side): to a
@@ -194,7 +204,7 @@ func (c *Conn) answerHandshake(b []byte) {
 	}
 	if b != nil {
 		var hs packet.Handshake
-		if hs.Decode(b) != nil || hs.ReqType <= 0 {
+		if hs.Decode(b) != nil || !c.answers(hs.ReqType) {
 			return
 		}
 	}
@@ -233,20 +243,25 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.timerAt = c.ep.NextTimer()
 	c.afterEngineLocked()
 	next := c.timerAt
-	ev := c.sizeEventLocked()
+	c.observeDrops(now, false)
+	c.noteSizeLocked(now)
 	c.mu.Unlock()
-	c.logSize(ev)
+	c.obs.flush()
 	if c.mux.reportsPending.Load() {
 		c.mux.drainReports()
 	}
 	return 0, next
 }
 
-// Read reads stream bytes in order. It blocks until data arrives, the read deadline passes
-// (os.ErrDeadlineExceeded), the peer shuts down and all its data has been read (bare io.EOF),
+// Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks
+// until data arrives, the read deadline passes (os.ErrDeadlineExceeded), the peer shuts down and
+// all its data has been read (bare io.EOF),
 // the connection breaks (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed).
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.readMessage("read", b)
+	}
 	for {
 		c.mu.Lock()
 		if c.closed { // before the deadline: use after Close is net.ErrClosed, as in package net
@@ -284,11 +299,15 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 }
 
-// Write writes b to the stream. It blocks while the send buffer is full (flow control) and
+// Write writes b to the stream (in message mode: as one message that never expires and is
+// delivered in order, see WriteMessage). It blocks while the send buffer is full (flow control) and
 // returns once all of b is buffered, or with the count so far when the write deadline passes
 // (os.ErrDeadlineExceeded), the connection breaks, the peer shut down (ErrPeerShutdown) or Close
 // is called (net.ErrClosed). Errors come inside a *net.OpError.
 func (c *Conn) Write(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.writeMessage("write", b, 0, true)
+	}
 	if isClosed(c.closing) {
 		return 0, c.opErr("write", net.ErrClosed)
 	}
@@ -391,6 +410,7 @@ func (c *Conn) finish() {
 		c.awaitShutdownAnswer(rtt)
 	}
 	c.mu.Lock()
+	c.observeDrops(now, true)
 	c.breakLocked(net.ErrClosed)
 	c.mu.Unlock()
 	c.dataH.Remove()
@@ -405,6 +425,7 @@ func (c *Conn) finish() {
 		c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: now.Add(tombLife)})
 	}
 	c.mux.release()
+	c.obs.close()
 }
 
 // Shutdown retries: the reference sends one Shutdown and never repeats it (spec §3.4), so a

@@ -21,11 +21,11 @@ func FuzzReport(f *testing.F) {
 		FlowWindow: 8192, ReqType: packet.ReqConnect, SocketID: id}
 	var hs [packet.HandshakeSize]byte
 	good := encodeHandshake(hs[:], &req)
-	f.Add(good, uint16(syscall.ECONNREFUSED), uint16(0), true)
-	f.Add(good, uint16(syscall.EMSGSIZE), uint16(1400), true)
-	f.Add(good[:20], uint16(syscall.ECONNREFUSED), uint16(0), true)
-	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}, uint16(syscall.EMSGSIZE), uint16(1280), false)
-	f.Fuzz(func(t *testing.T, head []byte, errno, mtu uint16, toPeer bool) {
+	f.Add(good, uint32(syscall.ECONNREFUSED), uint16(0), true)
+	f.Add(good, uint32(syscall.EMSGSIZE), uint16(1400), true)
+	f.Add(good[:20], uint32(syscall.ECONNREFUSED), uint16(0), true)
+	f.Add([]byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78}, uint32(syscall.EMSGSIZE), uint16(1280), false)
+	f.Fuzz(func(t *testing.T, head []byte, errno uint32, mtu uint16, toPeer bool) {
 		p := simnet.NewPair(1, simnet.LinkConfig{}, simnet.LinkConfig{})
 		defer p.Close()
 		cfg, err := simConfig().resolved()

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -45,9 +46,10 @@ type mux struct {
 	df        bool // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
 
 	mu       sync.RWMutex
-	conns    map[uint32]*Conn   // established connections by local socket ID
-	dialers  map[uint32]*dialer // handshakes in progress by local socket ID
-	tombs    map[uint32]tomb    // recently closed connections, answered with Shutdown
+	conns    map[uint32]*Conn           // established connections by local socket ID
+	dialers  map[uint32]*dialer         // handshakes in progress by local socket ID
+	rdv      map[netip.AddrPort]*dialer // rendezvous in progress by peer address (rendezvous.go)
+	tombs    map[uint32]tomb            // recently closed connections, answered with Shutdown
 	listener *Listener
 	refs     int
 	closed   bool
@@ -61,6 +63,7 @@ type mux struct {
 	reportsPending atomic.Bool
 
 	drops muxDrops
+	obs   observer // Config.Logger of the socket's first user (observe.go)
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -114,10 +117,12 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		timers:     pacer.New(tw, pacer.Config{Tolerance: pacer.Exact}), // a timer is due at its time, not before
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
+		rdv:        make(map[netip.AddrPort]*dialer),
 		tombs:      make(map[uint32]tomb),
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
+	m.obs.initLog(cfg.Logger, "local", m.local)
 	if cfg.noGRO {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {
@@ -193,6 +198,9 @@ func (m *mux) teardown() {
 	} else {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
+	}
+	if m.obs.log != nil {
+		m.obs.wait()
 	}
 	if m.failing.Load() {
 		// The reader is exiting on its own, and may be the goroutine running this teardown
@@ -281,6 +289,7 @@ func (m *mux) readLoop(pktSize int) {
 			msg := &msgs[i]
 			if msg.Truncated {
 				m.drops.oversized.Add(1)
+				m.logDrop(reasonOversized)
 				continue
 			}
 			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
@@ -345,21 +354,31 @@ func (m *mux) fail(err error) {
 	if l != nil {
 		l.breakWith(err)
 	}
+	m.obs.recordNow(slog.LevelError, "socket failed", slog.String("error", err.Error()),
+		slog.Int("connections", len(conns)), slog.Bool("listener", l != nil))
+	m.obs.flush()
 }
 
 // dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
 func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
+		m.logDrop(reasonShort)
 		return
 	}
 	dst := binary.BigEndian.Uint32(b[12:16])
 	m.mu.RLock()
 	if dst == 0 {
+		if d := m.rendezvousFor(b, from); d != nil {
+			m.mu.RUnlock()
+			d.handleDatagram(b, from)
+			return
+		}
 		l := m.listener
 		m.mu.RUnlock()
 		if l == nil {
 			m.drops.noListener.Add(1)
+			m.logDrop(reasonNoListener)
 			return
 		}
 		l.handleHandshake(b, from, now)
@@ -393,6 +412,7 @@ func (m *mux) answerTomb(dst uint32, b []byte, from netip.AddrPort, now time.Tim
 	m.mu.Unlock()
 	if !ok || t.peer != from || isShutdown(b) {
 		m.drops.unknownDest.Add(1)
+		m.logDrop(reasonUnknownDest)
 		return
 	}
 	var pkt [headerSize + 4]byte

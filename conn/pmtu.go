@@ -3,7 +3,6 @@ package conn
 import (
 	"encoding/binary"
 	"errors"
-	"log/slog"
 	"net/netip"
 	"syscall"
 	"time"
@@ -147,9 +146,9 @@ func (c *Conn) pathTooBig(size, mtu int) {
 		c.ep.OnTooBig(now, size)
 	}
 	c.afterEngineLocked()
-	ev := c.sizeEventLocked()
+	c.noteSizeLocked(now)
 	c.mu.Unlock()
-	c.logSize(ev)
+	c.obs.flush()
 }
 
 // reportTooBig handles an ICMP "packet too big" report quoting a packet of this connection.
@@ -161,32 +160,15 @@ func (c *Conn) reportTooBig(r *udpio.Report) {
 	c.pathTooBig(size, r.MTU)
 }
 
-// sizeEvent is a change of the packet size, logged after the lock is released.
-type sizeEvent struct {
-	ok       bool
-	from, to int
-	changes  uint64
-	why      string
-}
-
-// sizeEventLocked returns the packet-size change since the last call, if any. Caller holds c.mu.
-func (c *Conn) sizeEventLocked() sizeEvent {
+// noteSizeLocked notes a change of the packet size since the last call, if any, for the
+// Logger (Info) and the Tracer (observe.go's notePathMTU, which counts in MSS: the packet plus
+// the IP and UDP headers); the caller flushes after releasing c.mu. Caller holds c.mu.
+func (c *Conn) noteSizeLocked(now time.Time) {
 	size, changes, why := c.ep.PathMTUEvent()
 	if changes == c.sizeChanges {
-		return sizeEvent{}
-	}
-	ev := sizeEvent{ok: true, from: c.loggedSize, to: size, changes: changes, why: why}
-	c.sizeChanges, c.loggedSize = changes, size
-	return ev
-}
-
-// logSize logs a packet-size change (Config.Logger, level Info).
-func (c *Conn) logSize(ev sizeEvent) {
-	if !ev.ok {
 		return
 	}
 	over := ipUDPOverhead(c.peer)
-	c.cfg.Logger.Info("udt: path MTU changed", slog.String("peer", c.peer.String()),
-		slog.Int("packet_bytes", ev.to), slog.Int("previous_packet_bytes", ev.from),
-		slog.Int("path_mtu", ev.to+over), slog.Uint64("changes", ev.changes), slog.String("cause", ev.why))
+	c.notePathMTU(c.loggedSize+over, size+over, why, now)
+	c.sizeChanges, c.loggedSize = changes, size
 }

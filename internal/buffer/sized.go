@@ -40,7 +40,7 @@ func (b *SendBuffer) NextLen() int {
 // byte stream is unchanged. It reports whether the next packet is now at least n bytes: false
 // when too little unsent data follows it (nothing is changed then).
 func (b *SendBuffer) Grow(n int) bool {
-	if b.sent == b.used || n > b.payload {
+	if b.sent == b.used || n > b.payload || b.msg != nil { // a message's packets stay as cut
 		return false
 	}
 	i := b.slot(b.sent)
@@ -73,7 +73,7 @@ func (b *SendBuffer) Grow(n int) bool {
 // slots, then down to the size. It returns the change in the number of unsent packets.
 func (b *SendBuffer) Recut() int {
 	u := b.used - b.sent
-	if u == 0 {
+	if u == 0 || b.msg != nil { // message mode: packets carry their message's boundaries
 		return 0
 	}
 	total, same, ahead, behind := b.layout(b.fill)

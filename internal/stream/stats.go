@@ -52,7 +52,8 @@ type Stats struct {
 	RecvBufferFree   int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
 	PacketSize       int           // bytes: the size data packets are cut at now (UDP payload)
 
-	Drops Drops
+	Drops    Drops
+	Messages MessageStats // message mode (Config.Messages) only
 }
 
 // Drops counts incoming packets dropped or ignored, by reason.
@@ -82,5 +83,6 @@ func (e *Endpoint) Stats() Stats {
 	s.RecvBufferFree = e.rcv.Available()
 	s.PacketSize = e.pmtu.size
 	s.PathMTUChanges = e.pmtu.changes
+	e.messageStats(&s)
 	return s
 }

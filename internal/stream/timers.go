@@ -29,6 +29,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		return
 	}
 	t := e.since(now)
+	e.traceAt(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
 		e.err = &PeerIdleError{Idle: idle}
 		return
@@ -113,6 +114,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	defer e.deliveryDone(t, now)
 	e.rtoCount++
 	e.rtoBase = t
+	e.traceTimeout()
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
 		e.cc.OnTimeout(now)
