@@ -36,9 +36,20 @@ const (
 // Config tunes a connection or listener. A nil *Config and the zero value both mean all defaults;
 // every field's zero value selects its default.
 type Config struct {
-	// MSS is the maximum segment size in bytes, IP and UDP headers included (UDT_MSS). A data
-	// packet's payload is MSS−44 bytes. Connections use the smaller of both sides' MSS.
-	// Default 1500; valid 76–65535.
+	// MSS is the maximum segment size in bytes, IP and UDP headers included (UDT_MSS): the
+	// largest data packet is MSS−28 bytes and carries MSS−44 bytes of data. Connections use the
+	// smaller of both sides' MSS. Default 1500; valid 76–65535.
+	//
+	// It caps path MTU discovery (on by default on Linux, see pmtu.go): a connection starts with
+	// 1200-byte packets and probes up to the smaller of MSS−28 and the kernel's path MTU to the
+	// peer less the IP and UDP headers, so a 1400-byte VPN path ends near 1372-byte packets
+	// instead of fragmenting or losing 1472-byte ones. The default stays 1500 where a path allows
+	// more (jumbo frames, loopback's 64 KiB) because UDT4 peers and most paths assume it and one
+	// lost 64 KiB datagram costs 44 packets' worth; raise it to use such paths. Where Don't
+	// Fragment cannot be set (other systems, PacketConns that are not *net.UDPConn) there is no
+	// discovery and packets stay MSS−28 bytes (the system fragments them where a path is
+	// smaller). A UDT4 peer ACKs every packet shorter than the negotiated MSS's: on a path below
+	// the MSS, a UDT4 receiver sends one ACK per packet.
 	MSS int
 
 	// FlowWindow is the largest flow window in packets: the most packets this side lets its peer

@@ -56,6 +56,10 @@ type Conn struct {
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
 
 	obs observer // Config.Logger and Config.Tracer (observe.go)
+
+	// Packet-size changes already noted (pmtu.go); guarded by mu.
+	sizeChanges uint64
+	loggedSize  int
 }
 
 // connParams are what the handshake settled.
@@ -107,12 +111,14 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		IdleTimeout:     cfg.IdleTimeout,
 		StrictPacing:    cfg.StrictPacing,
 		Messages:        cfg.MessageMode,
+		PathMTU:         m.pathMTUConfig(p.mss),
 		Start:           now,
 		Output:          c.output,
 		Tracer:          engineTracer,
 		TracePackets:    tracePackets,
 		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
+	c.loggedSize = c.ep.PacketSize()
 	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.timerH = m.timers.Add(&c.timerFlow)
@@ -183,6 +189,7 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
 	c.mu.Lock()
 	c.ep.HandlePacket(now, b)
 	c.afterEngineLocked()
+	c.noteSizeLocked(now)
 	c.mu.Unlock()
 	c.obs.flush()
 }
@@ -210,18 +217,17 @@ type dataFlow struct{ c *Conn }
 // Release sends the data packets due at now; runs on the data pacer goroutine.
 func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c := f.c
-	bufs := c.mux.sendBufs[:min(max, len(c.mux.sendBufs))]
-	for i := range bufs {
-		bufs[i] = bufs[i][:cap(bufs[i])]
-	}
 	c.mu.Lock()
+	size := c.ep.PacketSize()
+	bufs := c.mux.carve(size, min(max, len(c.mux.sendBufs)))
 	n, next := c.ep.Release(now, bufs)
+	probe, probing := c.ep.ProbeSeq()
 	c.depAt = next
 	c.afterEngineLocked()
 	next = c.depAt
 	c.mu.Unlock()
 	if n > 0 {
-		c.mux.io.WriteBatch(bufs[:n], c.peer) // a send error loses packets; retransmission recovers them
+		c.sendPackets(bufs[:n], size, probe, probing)
 	}
 	return n, next
 }
@@ -238,8 +244,12 @@ func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
 	c.afterEngineLocked()
 	next := c.timerAt
 	c.observeDrops(now, false)
+	c.noteSizeLocked(now)
 	c.mu.Unlock()
 	c.obs.flush()
+	if c.mux.reportsPending.Load() {
+		c.mux.drainReports()
+	}
 	return 0, next
 }
 

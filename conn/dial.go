@@ -109,6 +109,7 @@ func resolveUDP(ctx context.Context, network, address string) (*net.UDPAddr, err
 // socket ID.
 type dialer struct {
 	peer    netip.AddrPort
+	isn     uint32 // our ISN: an ICMP report must quote it (icmp.go)
 	replies chan packet.Handshake
 	failed  chan struct{}
 	once    sync.Once
@@ -155,7 +156,8 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 		return nil, opError("dial", m.local, raddr, err)
 	}
 	peer := unmapAddrPort(raddr.AddrPort())
-	d := &dialer{peer: peer, replies: make(chan packet.Handshake, 4), failed: make(chan struct{})}
+	isn := newISN()
+	d := &dialer{peer: peer, isn: isn, replies: make(chan packet.Handshake, 4), failed: make(chan struct{})}
 	if !m.acquire() {
 		return fail(net.ErrClosed)
 	}
@@ -169,7 +171,6 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 		m.mu.Unlock()
 	}()
 
-	isn := newISN()
 	req := packet.Handshake{
 		Version:    packet.Version,
 		SocketType: cfg.socketType(),
@@ -181,7 +182,12 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 	}
 	req.SetPeerAddr(peer.Addr())
 	var out [packet.HandshakeSize]byte
-	send := func() { m.writeTo(encodeHandshake(out[:], &req), peer, raddr) }
+	send := func() {
+		m.writeTo(encodeHandshake(out[:], &req), peer, raddr)
+		if m.reportsPending.Load() {
+			m.drainReports() // an ICMP report may be this Dial's refusal
+		}
+	}
 
 	deadline := time.Now().Add(cfg.HandshakeTimeout)
 	timeout := time.NewTimer(cfg.HandshakeTimeout)

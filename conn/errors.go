@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/udtgo/udt/internal/stream"
@@ -43,21 +44,36 @@ func (e *timeoutError) Temporary() bool { return true }
 
 var _ net.Error = (*timeoutError)(nil)
 
-// peerIdleError is the dead-peer error (spec §4.5): nothing received for idle.
-type peerIdleError struct{ idle time.Duration }
+// peerIdleError is the dead-peer error (spec §4.5): nothing received for idle. refused: a
+// port-unreachable report shortened the wait (icmp.go); the error then also matches
+// syscall.ECONNREFUSED.
+type peerIdleError struct {
+	idle    time.Duration
+	refused bool
+}
 
 func (e *peerIdleError) Error() string {
-	return fmt.Sprintf("peer unresponsive: nothing received for %v, connection broken", e.idle.Round(time.Millisecond))
+	why := ""
+	if e.refused {
+		why = " after its host reported port unreachable"
+	}
+	return fmt.Sprintf("peer unresponsive: nothing received for %v%s, connection broken", e.idle.Round(time.Millisecond), why)
 }
 func (e *peerIdleError) Timeout() bool        { return true }
 func (e *peerIdleError) Temporary() bool      { return false }
 func (e *peerIdleError) Is(target error) bool { return target == ErrPeerIdle }
+func (e *peerIdleError) Unwrap() error {
+	if e.refused {
+		return syscall.ECONNREFUSED
+	}
+	return nil
+}
 
 // connError translates the engine's errors into this package's.
 func connError(err error) error {
 	var idle *stream.PeerIdleError
 	if errors.As(err, &idle) {
-		return &peerIdleError{idle.Idle}
+		return &peerIdleError{idle.Idle, idle.Refused}
 	}
 	return err
 }

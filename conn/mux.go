@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/udtgo/udt/internal/udpio"
@@ -38,8 +39,11 @@ type mux struct {
 	send      *pacer.Pacer // releases data packets at their departure times
 	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
-	// sendBufs are packet buffers used only by the data pacer goroutine.
-	sendBufs [][]byte
+	// sendBufs are packet buffers used only by the data pacer goroutine, carved from sendArena
+	// at each connection's packet size (pmtu.go).
+	sendBufs  [][]byte
+	sendArena []byte
+	df        bool // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn           // established connections by local socket ID
@@ -53,6 +57,10 @@ type mux struct {
 	readerDone chan struct{}
 	deadErr    error       // set before readerDone closes when the socket failed under us
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
+
+	// reportsPending: a write failed with an error that means the kernel queued an ICMP report
+	// (icmp.go); the next goroutine free of connection locks drains them.
+	reportsPending atomic.Bool
 
 	drops     muxDrops
 	sockDrops socketDrops // the kernel's drops at the socket (ovfl.go)
@@ -121,14 +129,13 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	} else {
 		m.io = udpio.New(pc)
 	}
+	m.io.EnableReports()             // ICMP errors: icmp.go
+	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
 	m.sendBufs = make([][]byte, sendBatch)
 	pktSize := cfg.MSS - udpIPOverhead
-	arena := make([]byte, sendBatch*pktSize)
-	for i := range m.sendBufs {
-		m.sendBufs[i] = arena[i*pktSize : (i+1)*pktSize : (i+1)*pktSize]
-	}
+	m.sendArena = make([]byte, sendBatch*pktSize)
 	if u, ok := pc.(*net.UDPConn); ok && own {
 		setSocketBuffers(u, cfg)
 	}
@@ -267,6 +274,9 @@ func (m *mux) readLoop(pktSize int) {
 				m.fail(err)
 				return
 			}
+			if isReportErr(err) {
+				m.drainReports()
+			}
 			// A transient error (ICMP-triggered ECONNREFUSED, ENOBUFS) is retried; one that
 			// keeps coming back is retried with a growing pause instead of a busy loop.
 			if failures++; failures > 8 {
@@ -276,6 +286,9 @@ func (m *mux) readLoop(pktSize int) {
 		}
 		failures = 0
 		m.checkDrops(time.Now()) // ovfl.go: at most a syscall per second
+		if m.reportsPending.Load() {
+			m.drainReports()
+		}
 		for i := range msgs[:n] {
 			msg := &msgs[i]
 			if msg.Truncated {
@@ -298,8 +311,20 @@ func (m *mux) readLoop(pktSize int) {
 	}
 }
 
-// writeTo sends one datagram; a send error is not fatal (the packet counts as lost).
+// writeTo sends one datagram; a send error is not fatal (the packet counts as lost). It may run
+// under a connection's lock, so a report error only marks reports pending (see writeOnce).
 func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
+	err := m.writeOnce(b, to, toAddr)
+	if err != nil && isReportErr(err) && !errors.Is(err, syscall.EMSGSIZE) {
+		// The error was an earlier datagram's ICMP report, delivered to this write, which
+		// therefore did not send: send it again.
+		m.reportsPending.Store(true)
+		err = m.writeOnce(b, to, toAddr)
+	}
+	return err
+}
+
+func (m *mux) writeOnce(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 	var err error
 	if m.udp != nil {
 		_, err = m.udp.WriteToUDPAddrPort(b, to)

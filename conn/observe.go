@@ -356,9 +356,11 @@ func (o *observer) broken(err error, st *stream.Stats, now time.Time) {
 	}
 }
 
-// pathMTU records a change of the packet size in use (Info; traced as trace.PathMTU).
+// pathMTU records a change of the packet size in use (Info; traced as trace.PathMTU). Every
+// change is logged, not rate-limited: the search makes a handful per connection, each at least a
+// round trip apart, and a line held back would hide the size in use.
 func (o *observer) pathMTU(old, mss int, why string, now time.Time) {
-	o.record(now, reasonPathMTU, slog.LevelInfo, "path MTU changed",
+	o.recordNow(slog.LevelInfo, "path MTU changed",
 		slog.Int("from", old), slog.Int("to", mss), slog.String("reason", why))
 	if o.tq != nil {
 		o.tq.add(trace.Event{Time: now, Kind: trace.PathMTU, Bytes: mss, Detail: why})

@@ -37,6 +37,17 @@ type Stats struct {
 	GoBackN       uint64 // times every unacknowledged packet was re-sent, the peer answering after a timeout
 	KernelDrops   uint64 // datagrams the kernel dropped at this connection's UDP socket, its receive buffer full (Linux; shared by the socket's connections)
 
+	// Path MTU discovery (see Config.MSS). PacketSize is the size in bytes of the data packets
+	// sent now (UDP payload, UDT header included; a full packet carries PacketSize−16 bytes of
+	// data) and PathMTU the IP packet that makes (PacketSize + 28 for IPv4, + 48 for IPv6).
+	PacketSize      int
+	PathMTU         int
+	PathMTUChanges  uint64 // times PacketSize changed
+	PMTUProbes      uint64 // probes sent (data packets of a size being tried)
+	PMTUProbeLosses uint64 // probes lost or refused
+	PMTUBlackHoles  uint64 // falls back to the base size after a retransmission timeout
+	Unreachable     uint64 // ICMP port-unreachable reports about packets to the peer (a hint)
+
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer
 	BytesWritten uint64 // bytes accepted by Write
@@ -81,6 +92,7 @@ func (c *Conn) Stats() Stats {
 	c.mu.Unlock()
 	st := statsFrom(&s, c.foreignDrops.Load())
 	st.KernelDrops = c.mux.kernelDrops() // a syscall: not under c.mu
+	st.PathMTU = st.PacketSize + ipUDPOverhead(c.peer)
 	return st
 }
 
@@ -102,7 +114,9 @@ func statsFrom(s *stream.Stats, foreign uint64) Stats {
 		PktSentACK: s.ACKSent, PktRecvACK: s.ACKRecv, LightACKSent: s.LightACKSent, LightACKRecv: s.LightACKRecv,
 		PktSentNAK: s.NAKSent, NAKPeriodic: s.NAKPeriodic, PktRecvNAK: s.NAKRecv,
 		ACK2Sent: s.ACK2Sent, ACK2Recv: s.ACK2Recv, KeepAliveSent: s.KeepAliveSent, KeepAliveRecv: s.KeepAliveRecv,
-		Timeouts:  s.Timeouts,
+		Timeouts:   s.Timeouts,
+		PacketSize: s.PacketSize, PathMTUChanges: s.PathMTUChanges, PMTUProbes: s.PMTUProbes,
+		PMTUProbeLosses: s.PMTUProbeLosses, PMTUBlackHoles: s.PMTUBlackHoles, Unreachable: s.Unreachable,
 		BytesSent: s.BytesSent, BytesRecv: s.BytesRecv, BytesWritten: s.BytesWritten, BytesRead: s.BytesRead,
 		RTT: s.RTT, RTTVar: s.RTTVar, SendPeriod: s.SendPeriod, FlowWindow: s.FlowWindow,
 		CongestionWindow: s.CongestionWindow, FlightSize: s.FlightSize, Bandwidth: s.Bandwidth,

@@ -25,6 +25,14 @@ type Config struct {
 	// to absorb a host's TSO bursts (with 5 ms, TCP at RTT 0 loses 8 % of
 	// its packets at the queue and reaches only ~88 % of the rate).
 	Queue time.Duration
+	// MTU is the MTU in bytes of the link between the router and host B (both ends). A's link
+	// stays at 1500, so A's path MTU to B is found only by path MTU discovery: the router
+	// answers larger packets from A with ICMP "fragmentation needed" (RFC 1191). B knows its own
+	// link's MTU. 0 means 1500, the same as everywhere.
+	MTU int
+	// BlackHole makes the router drop the ICMP "fragmentation needed" messages it would send for
+	// packets above MTU: a path MTU black hole (RFC 8899 §4.3).
+	BlackHole bool
 }
 
 // lossScale is the modulus of the nftables numgen used for loss: loss is
@@ -68,6 +76,8 @@ func (c Config) Validate() error {
 		return errors.New("loss must be a percentage in [0, 100]")
 	case c.Queue < 0:
 		return errors.New("queue must be ≥ 0")
+	case c.MTU != 0 && (c.MTU < 576 || c.MTU > 1500):
+		return errors.New("mtu must be 0 (1500) or in [576, 1500]")
 	}
 	return nil
 }
@@ -77,7 +87,14 @@ func (c Config) String() string {
 	if c.Rate > 0 {
 		rate = formatRate(c.Rate)
 	}
-	return fmt.Sprintf("rate %s, rtt %v, loss %g %%", rate, c.RTT, c.Loss)
+	mtu := ""
+	if c.MTU > 0 {
+		mtu = fmt.Sprintf(", mtu %d", c.MTU)
+		if c.BlackHole {
+			mtu += " (ICMP filtered)"
+		}
+	}
+	return fmt.Sprintf("rate %s, rtt %v, loss %g %%%s", rate, c.RTT, c.Loss, mtu)
 }
 
 // ParseRate parses a rate in tc notation: a number with an optional suffix

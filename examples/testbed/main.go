@@ -63,6 +63,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.cfg.RTT, "rtt", 100*time.Millisecond, "round-trip propagation delay added by the delay line")
 	fs.Float64Var(&o.cfg.Loss, "loss", 0, "random loss of forwarded packets, percent, per direction")
 	fs.DurationVar(&o.cfg.Queue, "queue", 0, "router buffer toward each host as time at -rate (0 = max(rtt, 20ms))")
+	fs.IntVar(&o.cfg.MTU, "mtu", 0, "MTU of the router–B link, bytes (0 = 1500); A's link stays at 1500, so A finds it by path MTU discovery")
+	fs.BoolVar(&o.cfg.BlackHole, "mtu-blackhole", false, "with -mtu: the router drops its ICMP fragmentation-needed messages (a path MTU black hole)")
 	fs.StringVar(&o.measure, "measure", "full", "self-measurement before the run: full, quick or none")
 	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (= builtin: window-clamped, SHA-256-checked), builtin, iperf3")
 	fs.DurationVar(&o.serverWait, "server-wait", 500*time.Millisecond, "time between starting the server on B and the client on A")

@@ -27,10 +27,15 @@ type Scenario struct {
 	Rate int64         // bit/s
 	RTT  time.Duration // round trip
 	Loss float64       // percent
+	MTU  int           // the router–B link's MTU, bytes; 0 = 1500 (Config.MTU)
 }
 
 func (s Scenario) String() string {
-	return fmt.Sprintf("%g Mbit/s · %v · %g %%", float64(s.Rate)/1e6, s.RTT, s.Loss)
+	mtu := ""
+	if s.MTU > 0 {
+		mtu = fmt.Sprintf(" · MTU %d", s.MTU)
+	}
+	return fmt.Sprintf("%g Mbit/s · %v · %g %%%s", float64(s.Rate)/1e6, s.RTT, s.Loss, mtu)
 }
 
 // Protocol names in the matrix (Row.Protocol).
@@ -50,18 +55,33 @@ var allProtocols = []string{protoUDT, protoUDTNative, protoUDTLT, protoTCPCubic,
 var udtCC = map[string]string{protoUDT: "", protoUDTNative: "udt", protoUDTLT: "udt-lt"}
 
 // scenarios returns the matrix: rate 100 Mbit/s × RTT 0, 20, 100 ms × loss
-// 0, 0.1, 1 %; quick: 100 Mbit/s · 100 ms · 0 and 1 %.
+// 0, 0.1, 1 %, then 100 Mbit/s · 20 ms · 0 % at a path MTU of 1400 and of 1280
+// (path MTU discovery: compare with the 1500 row of the same setting); quick:
+// 100 Mbit/s · 100 ms · 0 and 1 %.
 func scenarios(quick bool) []Scenario {
 	if quick {
-		return []Scenario{{100e6, 100 * time.Millisecond, 0}, {100e6, 100 * time.Millisecond, 1}}
+		return []Scenario{{Rate: 100e6, RTT: 100 * time.Millisecond}, {Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 1}}
 	}
 	var out []Scenario
 	for _, rtt := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond} {
 		for _, loss := range []float64{0, 0.1, 1} {
-			out = append(out, Scenario{100e6, rtt, loss})
+			out = append(out, Scenario{Rate: 100e6, RTT: rtt, Loss: loss})
 		}
 	}
+	for _, mtu := range []int{1400, 1280} {
+		out = append(out, Scenario{Rate: 100e6, RTT: 20 * time.Millisecond, MTU: mtu})
+	}
 	return out
+}
+
+// headScenario is the scenario the link is measured at first: the last of the MTU-1500 rows.
+func headScenario(scs []Scenario) Scenario {
+	for i := len(scs) - 1; i >= 0; i-- {
+		if scs[i].MTU == 0 {
+			return scs[i]
+		}
+	}
+	return scs[len(scs)-1]
 }
 
 // selectProtocols parses -protocols (comma-separated; empty = the default
@@ -96,6 +116,7 @@ type Row struct {
 	RateMbps    float64 `json:"rate_mbps"`     // set bottleneck rate, Mbit/s (IP bytes)
 	RTTms       float64 `json:"rtt_ms"`        // set round-trip delay, ms
 	LossPct     float64 `json:"loss_pct"`      // set loss per direction, %
+	MTU         int     `json:"mtu"`           // the router–B link's MTU, bytes (1500 unless set)
 	GoodputMbps float64 `json:"goodput_mbps"`  // payload delivered to B, Mbit/s, whole transfer
 	RetransPct  float64 `json:"retrans_pct"`   // retransmitted / sent, % (sender's count)
 	SHA256OK    bool    `json:"sha256_ok"`     // B's SHA-256 of the stream equals A's
@@ -111,13 +132,17 @@ type Row struct {
 }
 
 func newRow(proto string, s Scenario) Row {
-	return Row{Protocol: proto, RateMbps: float64(s.Rate) / 1e6, RTTms: float64(s.RTT) / 1e6, LossPct: s.Loss}
+	mtu := s.MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	return Row{Protocol: proto, RateMbps: float64(s.Rate) / 1e6, RTTms: float64(s.RTT) / 1e6, LossPct: s.Loss, MTU: mtu}
 }
 
 // printTable writes the matrix as a Markdown table (one line per row).
 func printTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | MTU | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, r := range rows {
 		gp, rt, sha := fmt.Sprintf("%.2f", r.GoodputMbps), fmt.Sprintf("%.2f", r.RetransPct), "ok"
 		proto, cpu := r.Protocol, "n/a"
@@ -133,8 +158,8 @@ func printTable(w io.Writer, rows []Row) {
 		if r.Error != "" {
 			gp, rt, sha = "—", "—", "error: "+r.Error
 		}
-		fmt.Fprintf(w, "| %s | %g | %g | %g | %s | %s | %s | %.2f | %.3f | %s |\n",
-			proto, r.RateMbps, r.RTTms, r.LossPct, gp, rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
+		fmt.Fprintf(w, "| %s | %g | %g | %g | %d | %s | %s | %s | %.2f | %.3f | %s |\n",
+			proto, r.RateMbps, r.RTTms, r.LossPct, r.MTU, gp, rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
 	}
 }
 

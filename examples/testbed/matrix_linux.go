@@ -108,7 +108,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	}
 
 	// The link's own measurement first, at the headline setting.
-	head := scs[len(scs)-1]
+	head := headScenario(scs)
 	mode := "full"
 	if o.matrix.quick {
 		mode = "quick"
@@ -120,7 +120,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	var rows []Row
 	bad := false
 	for _, sc := range scs {
-		cfg := Config{Rate: sc.Rate, RTT: sc.RTT, Loss: sc.Loss, Queue: o.cfg.Queue}
+		cfg := Config{Rate: sc.Rate, RTT: sc.RTT, Loss: sc.Loss, Queue: o.cfg.Queue, MTU: sc.MTU}
 		scRows, err := runScenario(ctx, cfg, sc, protos, runners, o.matrix.duration, o.stderr)
 		rows = append(rows, scRows...)
 		if err != nil {

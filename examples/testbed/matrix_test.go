@@ -12,8 +12,8 @@ import (
 
 func TestScenarios(t *testing.T) {
 	full := scenarios(false)
-	if len(full) != 9 {
-		t.Fatalf("full matrix has %d scenarios, want 3 RTTs × 3 losses", len(full))
+	if len(full) != 11 {
+		t.Fatalf("full matrix has %d scenarios, want 3 RTTs × 3 losses and 2 MTUs", len(full))
 	}
 	seen := map[Scenario]bool{}
 	for _, s := range full {
@@ -22,13 +22,17 @@ func TestScenarios(t *testing.T) {
 		}
 		seen[s] = true
 	}
-	for _, want := range []Scenario{{100e6, 0, 0}, {100e6, 20 * time.Millisecond, 0.1}, {100e6, 100 * time.Millisecond, 1}} {
+	for _, want := range []Scenario{{100e6, 0, 0, 0}, {100e6, 20 * time.Millisecond, 0.1, 0}, {100e6, 100 * time.Millisecond, 1, 0},
+		{100e6, 20 * time.Millisecond, 0, 1400}, {100e6, 20 * time.Millisecond, 0, 1280}} {
 		if !seen[want] {
 			t.Errorf("missing %v", want)
 		}
 	}
 	if q := scenarios(true); len(q) != 2 || q[0].RTT != 100*time.Millisecond || q[0].Loss != 0 || q[1].Loss != 1 {
 		t.Errorf("quick = %v", q)
+	}
+	if h := headScenario(full); h.MTU != 0 || h.RTT != 100*time.Millisecond || h.Loss != 1 {
+		t.Errorf("head scenario %v, want the last MTU-1500 one", h)
 	}
 }
 
@@ -48,9 +52,9 @@ func TestSelectProtocols(t *testing.T) {
 }
 
 func sampleRows() []Row {
-	a := newRow(protoTCPCubic, Scenario{100e6, 100 * time.Millisecond, 1})
+	a := newRow(protoTCPCubic, Scenario{Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 1})
 	a.GoodputMbps, a.RetransPct, a.SHA256OK = 1.3, 1.45, true
-	b := newRow(protoUDT, Scenario{100e6, 100 * time.Millisecond, 1})
+	b := newRow(protoUDT, Scenario{Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 1})
 	b.Error = "udtperf missing"
 	return []Row{a, b}
 }
@@ -69,7 +73,7 @@ func TestWriteJSONSchema(t *testing.T) {
 	if len(doc.Results) != 2 {
 		t.Fatalf("%d results", len(doc.Results))
 	}
-	for _, k := range []string{"protocol", "rate_mbps", "rtt_ms", "loss_pct", "goodput_mbps", "retrans_pct", "sha256_ok"} {
+	for _, k := range []string{"protocol", "rate_mbps", "rtt_ms", "loss_pct", "mtu", "goodput_mbps", "retrans_pct", "sha256_ok"} {
 		if _, ok := doc.Results[0][k]; !ok {
 			t.Errorf("row lacks %q", k)
 		}
@@ -86,13 +90,13 @@ func TestWriteJSONSchema(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	var buf bytes.Buffer
-	c := newRow(protoUDT, Scenario{100e6, 20 * time.Millisecond, 0})
+	c := newRow(protoUDT, Scenario{Rate: 100e6, RTT: 20 * time.Millisecond})
 	cpu := 3.25
 	c.GoodputMbps, c.RetransPct, c.SHA256OK, c.Backend, c.SenderCPU = 90, 0.1, true, "nanosleep", &cpu
 	printTable(&buf, append(sampleRows(), c))
 	out := buf.String()
-	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | — | — | error: udtperf missing |",
-		"| udt/nanosleep | 100 | 20 | 0 | 90.00 | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
+	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1500 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | 1500 | — | — | error: udtperf missing |",
+		"| udt/nanosleep | 100 | 20 | 0 | 1500 | 90.00 | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -158,6 +158,13 @@ func New(ctx context.Context, cfg Config) (_ *Testbed, err error) {
 	for _, l := range [][2]string{{a, "lo"}, {a, ifA}, {r, "lo"}, {r, ifRA}, {r, ifRB}, {b, "lo"}, {b, ifB}} {
 		steps = append(steps, []string{"-n", l[0], "link", "set", l[1], "up"})
 	}
+	if cfg.MTU > 0 {
+		// Both ends of the router–B link: a veth drops what exceeds its receiving end's MTU
+		// without a word, so a link's ends must agree, as on a real link.
+		steps = append(steps,
+			[]string{"-n", r, "link", "set", ifRB, "mtu", strconv.Itoa(cfg.MTU)},
+			[]string{"-n", b, "link", "set", ifB, "mtu", strconv.Itoa(cfg.MTU)})
+	}
 	steps = append(steps,
 		[]string{"-n", a, "route", "add", "default", "via", addrRA.String()},
 		[]string{"-n", b, "route", "add", "default", "via", addrRB.String()},
@@ -310,8 +317,13 @@ func (c Config) nftRules() string {
 	if k := c.LossThreshold(); k > 0 {
 		drop = fmt.Sprintf("\t\tiifname %q numgen random mod %d < %d counter drop\n", ifDelay, lossScale, k)
 	}
-	return fmt.Sprintf("table inet %s {\n\tchain forward_loss {\n\t\ttype filter hook forward priority filter; policy accept;\n\t\tiifname %q counter\n%s\t}\n}\n",
-		nftTable, ifDelay, drop)
+	blackHole := ""
+	if c.BlackHole {
+		// The router's own ICMP "fragmentation needed" (type 3, code 4) never leaves it.
+		blackHole = "\tchain output_icmp {\n\t\ttype filter hook output priority filter; policy accept;\n\t\ticmp type destination-unreachable icmp code frag-needed counter drop\n\t}\n"
+	}
+	return fmt.Sprintf("table inet %s {\n\tchain forward_loss {\n\t\ttype filter hook forward priority filter; policy accept;\n\t\tiifname %q counter\n%s\t}\n%s}\n",
+		nftTable, ifDelay, drop, blackHole)
 }
 
 // SetLoss replaces the router's loss rule with pct percent (0–100).

@@ -72,7 +72,7 @@ func TestListenBusy(t *testing.T) {
 func TestUnreachable(t *testing.T) {
 	addr := unusedPort(t)
 	for _, tc := range []struct{ proto, want string }{
-		{"udt", "no udt server answers"},
+		{"udt", "no udt server at " + addr + " (connection refused)"}, // the host's ICMP answer
 		{"quic", "no quic server answers"},
 		{"tcp", "connection refused"},
 	} {
@@ -124,8 +124,11 @@ func TestServerKilled(t *testing.T) {
 				t.Fatalf("exit %d, want 1", code)
 			}
 			want := "nothing heard from the peer for 2s"
-			if proto == "tcp" {
+			switch proto {
+			case "tcp":
 				want = "closed by the peer"
+			case "udt": // the killed server's host answers with ICMP port unreachable (conn/icmp.go)
+				want = "its host reported port unreachable"
 			}
 			oneLine(t, errOut, want)
 			if d := time.Since(start); d > 30*time.Second { // a hang check, not a timing assertion

@@ -234,11 +234,14 @@ func describeNetError(err error, proto, peer string, tr *transportFlags, dialing
 		return fmt.Sprintf("no %s server answers at %s (no handshake within %v)", proto, peer, tr.handshake)
 	case errors.Is(err, conn.ErrPeerShutdown), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
-	case errors.Is(err, syscall.ECONNREFUSED):
+	case errors.Is(err, syscall.ECONNREFUSED) && dialing: // udt too: the host's ICMP port unreachable
 		return fmt.Sprintf("no %s server at %s (connection refused)", proto, peer)
 	}
 	if s := quicErrorText(err, proto, peer, tr); s != "" {
 		return s
+	}
+	if timeout && errors.Is(err, syscall.ECONNREFUSED) { // udt: the peer's host reported port unreachable
+		return fmt.Sprintf("connection to %s lost: its host reported port unreachable and nothing came from the peer since (the peer was killed)", peer)
 	}
 	if timeout { // udt's dead-peer detection, tcp's idle deadline
 		return fmt.Sprintf("connection to %s lost: nothing heard from the peer for %v (-idle-timeout: the peer was killed, or the path is down)", peer, tr.idle)

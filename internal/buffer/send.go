@@ -25,6 +25,10 @@ type SendBuffer struct {
 	st      store
 	n       int       // slots
 	payload int       // bytes per slot
+	fill    int       // bytes per packet cut from now on, ≤ payload (SetPacketSize)
+	limit   int       // most bytes held (NewSendBufferSized); 0: only the slots bound it
+	scratch []byte    // Recut's
+	starts  []int     // Recut's
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)
@@ -41,7 +45,7 @@ type SendBuffer struct {
 func NewSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
 	payload = max(1, min(payload, maxSlot))
 	n := max(1, capacity/payload)
-	b := &SendBuffer{n: n, payload: payload, ack: isn, nextMsg: seqno.FirstMsg}
+	b := &SendBuffer{n: n, payload: payload, fill: payload, ack: isn, nextMsg: seqno.FirstMsg}
 	b.st.init(n, payload)
 	return b
 }
@@ -62,18 +66,21 @@ func (b *SendBuffer) Write(p []byte) int {
 	if b.msg != nil {
 		return 0 // message mode: WriteMessage
 	}
+	if b.limit > 0 {
+		p = p[:min(len(p), max(b.limit-b.bytes, 0))]
+	}
 	total := 0
 	if b.used > b.sent { // the last packet is not sent yet: fill it up
 		i := b.slot(b.used - 1)
 		l := b.st.length(i)
-		k := copy(b.st.bytes(i)[l:], p)
+		k := copy(b.st.bytes(i)[l:max(l, b.fill)], p)
 		b.st.setLength(i, l+k)
 		p, total = p[k:], k
 	}
 	for len(p) > 0 && b.used < b.n {
 		// Fill a run of slots at once: up to the free slots, the ring's end and the page's end.
 		i := b.slot(b.used)
-		k, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), p)
+		k, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), b.fill, p)
 		b.used += slots
 		p, total = p[k:], total+k
 	}
@@ -171,9 +178,12 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 // the room left in an unsent last packet. Partly filled packets that were
 // already sent occupy a whole slot until acknowledged.
 func (b *SendBuffer) Free() int {
-	f := (b.n - b.used) * b.payload
+	f := (b.n - b.used) * b.fill
 	if b.used > b.sent && b.msg == nil { // a message's last packet is never topped up
-		f += b.payload - b.st.length(b.slot(b.used-1))
+		f += max(b.fill-b.st.length(b.slot(b.used-1)), 0)
+	}
+	if b.limit > 0 {
+		f = min(f, max(b.limit-b.bytes, 0))
 	}
 	return f
 }

@@ -74,7 +74,8 @@ func NewMessageSendBuffer(capacity, payload int, isn seqno.Seq) *SendBuffer {
 func (b *SendBuffer) Messages() bool { return b.msg != nil }
 
 // MessagePackets returns the number of packets a message of size bytes takes (at least 1).
-func (b *SendBuffer) MessagePackets(size int) int { return max(1, (size+b.payload-1)/b.payload) }
+// Packets are cut at PacketSize (sized.go).
+func (b *SendBuffer) MessagePackets(size int) int { return max(1, (size+b.fill-1)/b.fill) }
 
 // WriteMessage queues p (not empty) as one message whose packets carry the in-order flag order and
 // which expires at deadline (on the caller's clock; Never for none). It reports false, taking
@@ -92,7 +93,7 @@ func (b *SendBuffer) WriteMessage(p []byte, deadline int64, order bool) (bool, e
 	start := b.used
 	for rest := p; len(rest) > 0; {
 		i := b.slot(b.used)
-		n, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), rest)
+		n, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), b.fill, rest)
 		b.used += slots
 		rest = rest[n:]
 	}

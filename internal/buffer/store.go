@@ -134,19 +134,26 @@ func (s *store) put(i int, p []byte) int {
 	return n
 }
 
-// putRun fills up to m consecutive free slots from slot i on (all on i's page: they are
-// contiguous there) with p, full slots first, in one copy; it returns the bytes taken and the
-// slots used (at least one if p is not empty).
-func (s *store) putRun(i, m int, p []byte) (n, used int) {
+// putRun fills up to m consecutive free slots from slot i on (all on i's page) with p, chunk
+// bytes per slot (chunk ≤ slot), full chunks first; it returns the bytes taken and the slots
+// used (at least one if p is not empty). With chunk == slot the slots are contiguous on the
+// page and it is one copy.
+func (s *store) putRun(i, m, chunk int, p []byte) (n, used int) {
 	pg, k := s.acquire(i) // counts the first slot
 	m = min(m, s.perPage-k)
 	o := s.hdr + k*s.slot
-	n = copy(pg[o:o+m*s.slot], p)
-	used = max(1, (n+s.slot-1)/s.slot)
-	for j := k; j < k+used-1; j++ {
-		pg[2*j], pg[2*j+1] = byte(s.slot), byte(s.slot>>8)
+	if chunk == s.slot {
+		n = copy(pg[o:o+m*s.slot], p)
+	} else {
+		for j := 0; j < m && n < len(p); j++ {
+			n += copy(pg[o+j*s.slot:o+j*s.slot+chunk], p[n:])
+		}
 	}
-	last := n - (used-1)*s.slot
+	used = max(1, (n+chunk-1)/chunk)
+	for j := k; j < k+used-1; j++ {
+		pg[2*j], pg[2*j+1] = byte(chunk), byte(chunk>>8)
+	}
+	last := n - (used-1)*chunk
 	j := k + used - 1
 	pg[2*j], pg[2*j+1] = byte(last), byte(last>>8)
 	s.live[s.pageOf(i)] += uint16(used - 1)

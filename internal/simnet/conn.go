@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -25,6 +26,9 @@ type Conn struct {
 	rcvbuf int
 	closed bool
 	st     ConnStats
+
+	reports    []report      // ICMP-like reports about datagrams this Conn sent (icmp.go)
+	pendingErr syscall.Errno // the last report's error, returned once by the next read
 
 	ready  chan struct{} // capacity 1: signalled when the queue becomes non-empty
 	done   chan struct{} // closed by Close
@@ -86,6 +90,10 @@ func (c *Conn) next() (*packet, error) {
 			return nil, c.opErr("read", nil, os.ErrDeadlineExceeded)
 		}
 		c.mu.Lock()
+		if err := c.takePendingErr(); err != nil {
+			c.mu.Unlock()
+			return nil, c.opErr("read", nil, err)
+		}
 		if c.qhead < len(c.q) {
 			p := c.q[c.qhead]
 			c.q[c.qhead] = nil
@@ -159,6 +167,10 @@ func (c *Conn) WriteToUDPAddrPort(b []byte, addr netip.AddrPort) (int, error) {
 }
 
 func (c *Conn) write(b []byte, dst netip.AddrPort, addr net.Addr) (int, error) {
+	return c.writeDF(b, dst, addr, false)
+}
+
+func (c *Conn) writeDF(b []byte, dst netip.AddrPort, addr net.Addr, frag bool) (int, error) {
 	errAddr := func() net.Addr {
 		if addr == nil {
 			return net.UDPAddrFromAddrPort(dst)
@@ -180,12 +192,15 @@ func (c *Conn) write(b []byte, dst netip.AddrPort, addr net.Addr) (int, error) {
 		return 0, c.opErr("write", errAddr(), net.InvalidAddrError("simnet: invalid address"))
 	}
 	dst = netip.AddrPortFrom(dst.Addr().Unmap(), dst.Port())
+	if !frag && c.net.tooBig(c.ap.Addr(), dst.Addr(), len(b)) {
+		return 0, c.opErr("write", errAddr(), os.NewSyscallError("sendto", syscall.EMSGSIZE))
+	}
 	c.mu.Lock()
 	c.st.Sent++
 	c.st.SentBytes += uint64(len(b))
 	c.mu.Unlock()
 	p := getPacket(b)
-	p.src, p.srcAddr = c.ap, c.addr
+	p.src, p.srcAddr, p.frag = c.ap, c.addr, frag
 	c.net.send(p, dst, time.Now())
 	return len(b), nil
 }

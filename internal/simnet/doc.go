@@ -21,7 +21,8 @@
 // a packet ends its walk):
 //
 //  1. down: a link set down (SetDown) drops everything: the peer goes silent.
-//  2. MTU: packets longer than LinkConfig.MTU bytes are dropped.
+//  2. MTU: packets longer than LinkConfig.MTU bytes are dropped, unless written with
+//     WriteFragmentable; LinkConfig.MTUAction may also report it to the writer (icmp.go).
 //  3. rule: LinkConfig.Drop, a predicate over the datagram bytes (for example DropUDTControl).
 //  4. loss: the "drop N every M" pattern, the Gilbert–Elliott burst channel, then the independent
 //     random loss probability.

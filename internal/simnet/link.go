@@ -2,6 +2,7 @@ package simnet
 
 import (
 	"math/rand/v2"
+	"syscall"
 	"time"
 )
 
@@ -38,8 +39,13 @@ type LinkConfig struct {
 	// Used only with a Rate.
 	BucketBytes int
 
-	// MTU drops datagrams longer than MTU bytes; 0 means no limit.
+	// MTU drops datagrams longer than MTU bytes (UDP payload: 28 less than the IPv4 packet);
+	// 0 means no limit. A datagram written with WriteFragmentable passes (as IP fragments
+	// would). MTUAction says what else happens.
 	MTU int
+	// MTUAction is what a datagram above MTU causes besides its drop (icmp.go): nothing (a black
+	// hole), an ICMP-like report to the sender, or an EMSGSIZE error from the sender's write.
+	MTUAction MTUAction
 
 	// Loss is the probability in [0, 1] that a packet is lost, independently of the others.
 	Loss float64
@@ -83,6 +89,7 @@ type LinkStats struct {
 	Delivered, DeliveredBytes uint64 // datagrams that left the link, duplicates included
 	DroppedDown               uint64 // dropped while the link was down (SetDown)
 	DroppedMTU                uint64 // longer than MTU
+	Fragmented                uint64 // longer than MTU, passed as fragments (WriteFragmentable)
 	DroppedRule               uint64 // the Drop rule returned true
 	DroppedLoss               uint64 // random, burst or pattern loss
 	DroppedQueue              uint64 // the drop-tail queue was full
@@ -249,13 +256,19 @@ func (l *Link) enter(p *packet, hop int, now time.Time) {
 	switch {
 	case l.down:
 		l.st.DroppedDown++
-	case c.MTU > 0 && size > c.MTU:
+	case c.MTU > 0 && size > c.MTU && !p.frag:
 		l.st.DroppedMTU++
+		if c.MTUAction == MTUReport {
+			l.net.reportLocked(p, syscall.EMSGSIZE, c.MTU+udp4Overhead)
+		}
 	case c.Drop != nil && c.Drop(p.buf):
 		l.st.DroppedRule++
 	case l.lose():
 		l.st.DroppedLoss++
 	default:
+		if c.MTU > 0 && size > c.MTU {
+			l.st.Fragmented++
+		}
 		l.transmit(p, hop, now)
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -36,14 +37,17 @@ type Network struct {
 	nextPort uint16
 
 	// Pending events ordered by (at, seq), served by one timer.
-	events   eventHeap
-	seq      uint64
-	timer    *time.Timer
-	armed    bool
-	armedAt  time.Time
-	closed   bool
-	unreach  uint64 // datagrams sent to an address no Conn is bound to
-	overflow uint64 // datagrams dropped at a full receive queue (all Conns)
+	events  eventHeap
+	seq     uint64
+	timer   *time.Timer
+	armed   bool
+	armedAt time.Time
+	closed  bool
+	unreach uint64 // datagrams sent to an address no Conn is bound to
+	// unreachReports: a datagram to an address no Conn is bound to is answered with a port
+	// unreachable report to its sender (SetUnreachableReports).
+	unreachReports bool
+	overflow       uint64 // datagrams dropped at a full receive queue (all Conns)
 }
 
 type route struct {
@@ -273,6 +277,9 @@ func (n *Network) forward(p *packet, hop int, now time.Time) {
 	c := n.conns[p.dst]
 	if c == nil {
 		n.unreach++
+		if n.unreachReports {
+			n.reportLocked(p, syscall.ECONNREFUSED, 0)
+		}
 		putPacket(p)
 		return
 	}

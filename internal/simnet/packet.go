@@ -14,6 +14,7 @@ type packet struct {
 	srcAddr *net.UDPAddr // the sender's address, shared and never modified
 	dst     netip.AddrPort
 	path    []*Link
+	frag    bool // written with WriteFragmentable: links above their MTU let it pass
 }
 
 var packetPool = sync.Pool{New: func() any { return &packet{buf: make([]byte, 0, 2048)} }}
@@ -21,6 +22,7 @@ var packetPool = sync.Pool{New: func() any { return &packet{buf: make([]byte, 0,
 func getPacket(b []byte) *packet {
 	p := packetPool.Get().(*packet)
 	p.buf = append(p.buf[:0], b...)
+	p.frag = false
 	return p
 }
 
@@ -35,7 +37,7 @@ func putPacket(p *packet) {
 // clone returns a copy of p for duplication.
 func (p *packet) clone() *packet {
 	q := getPacket(p.buf)
-	q.src, q.srcAddr, q.dst, q.path = p.src, p.srcAddr, p.dst, p.path
+	q.src, q.srcAddr, q.dst, q.path, q.frag = p.src, p.srcAddr, p.dst, p.path, p.frag
 	return q
 }
 

@@ -86,6 +86,9 @@ type Config struct {
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
 	StrictPacing bool
+	// PathMTU configures the data packet size and its discovery (pmtud.go). The zero value sends
+	// MSS−28-byte packets without discovery.
+	PathMTU PathMTUConfig
 	// Output sends one control packet now. It is called synchronously from within engine calls,
 	// must not call back into the Endpoint, and may use ctrl only during the call.
 	Output func(ctrl []byte)

@@ -29,7 +29,12 @@
 //     its configured buffers. Handshake packets are counted as ignored (conn answers them).
 //   - Pacer side: data packets leave only through Release, which encodes the packets due at now
 //     into caller buffers and returns when the next one is due. Departure reports that time after
-//     any other call (zero = nothing sendable until new data, an ACK or a NAK).
+//     any other call (zero = nothing sendable until new data, an ACK or a NAK). Packets are cut
+//     at PacketSize (path MTU discovery, pmtud.go); a longer packet ends a Release batch and is
+//     either the probe (ProbeSeq: send it with Don't Fragment like the rest) or one cut before
+//     the size fell (send it with fragmentation allowed).
+//   - Path hints: OnPathMTU / OnTooBig (the kernel's path MTU, a send refused with EMSGSIZE) and
+//     OnUnreachable (an ICMP port unreachable: shortens the dead-peer timer, unreachable.go).
 //   - Timers: OnTimer runs whatever timer is due (early or late calls are harmless); NextTimer
 //     tells when to call it next. The ACK timer is also checked after every HandlePacket, so a
 //     busy receiver needs no timer wakeups for its ACKs.

@@ -70,6 +70,7 @@ type Endpoint struct {
 	lastACKTime     time.Duration // last full or medium ACK sent
 	lastFullACK     time.Duration
 	ackForce        bool // an ACK is due at once (short packet, controller interval)
+	rcvLastLen      int  // payload bytes of the last data packet received (a shorter one forces an ACK)
 	ackRepeats      int  // consecutive timer ACKs carrying the same unconfirmed number
 	pktsSinceACK    int
 	pktsSinceLight  int
@@ -89,6 +90,8 @@ type Endpoint struct {
 	lastSend   time.Duration // anything sent to the peer
 	kaReplied  time.Duration // when we last answered the peer's keep-alive (see keepAliveDue)
 	kaTimer    time.Duration // when our keep-alive timer last sent one
+	unreachAt  time.Duration // first port-unreachable report since lastRecv, −1 none (unreachable.go)
+	pmtu       pmtud         // packet size and path MTU discovery (pmtud.go)
 	err        error
 	peerClosed bool
 	closed     bool
@@ -120,7 +123,8 @@ func New(cfg Config, now time.Time) *Endpoint {
 		lossRanges:  make([]congestion.Range, 0, maxRanges),
 		dueRanges:   make([]losslist.Range, 0, maxRanges/2),
 	}
-	e.nak.Ranges = make([]packet.SeqRange, 0, maxRanges/2)
+	// A NAK must fit a packet of the base size: the reverse path's MTU is not discovered.
+	e.nak.Ranges = make([]packet.SeqRange, 0, nakRangesFor(cfg))
 	e.minPeriod = congestion.MinPeriod(cfg.MaxBandwidth, cfg.MSS)
 	t := e.since(now)
 
@@ -128,8 +132,9 @@ func New(cfg Config, now time.Time) *Endpoint {
 	if cfg.Messages {
 		e.snd = buffer.NewMessageSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
 	} else {
-		e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+		e.snd = newSendBuffer(cfg, e.payloadSize, isn)
 	}
+	e.initPMTU(cfg.PathMTU)
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Strict: cfg.StrictPacing, Tolerance: cfg.PacingTolerance})
 	e.sndLastDataAck = isn
@@ -148,12 +153,13 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.rcvLastAck = peerISN
 	e.rcvLastAckAck = peerISN
 	e.advertised = cfg.RecvBuffer
+	e.rcvLastLen = e.payloadSize // the first packet is short if it is not full-size, as in UDT4
 	e.arrivals = arrival.New(now)
 	e.acks = rtt.NewHistory(ackHistory)
 
 	e.lastRecv, e.lastSend = t, t
 	e.sndPaused = true // nothing written yet: the first packet follows a pause (applimit.go)
-	e.kaReplied, e.kaTimer = -1, -1
+	e.kaReplied, e.kaTimer, e.unreachAt = -1, -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
 	e.tr = newTracing(&cfg)
@@ -192,11 +198,12 @@ func (e *Endpoint) applyCC() {
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
 // net.Error whose Timeout() is true.
 type PeerIdleError struct {
-	Idle time.Duration // how long the peer was silent
+	Idle    time.Duration // how long the peer was silent
+	Refused bool          // a port-unreachable report shortened the wait (unreachable.go)
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
+	return fmt.Sprintf("peer unresponsive: nothing received for %v%s", e.Idle.Round(time.Millisecond), e.refusedText())
 }
 
 // Timeout reports true: the connection broke because a timer expired.

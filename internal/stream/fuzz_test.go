@@ -31,9 +31,9 @@ func FuzzHandlePacket(f *testing.F) {
 	src := randomBytes(21, 96<<10)
 	back := randomBytes(22, 40<<10)
 	f.Fuzz(func(t *testing.T, b []byte, target uint8, fixDst bool) {
-		r := linkRules{delay: time.Millisecond, loss: 0.03, reorder: 0.05}
+		r := linkRules{delay: time.Millisecond, loss: 0.03, reorder: 0.05, mtu: 1372}
 		l := newLink(9, r, r)
-		newPair(l, pairOpts{isnA: 1<<31 - 100, isnB: 1<<31 - 100,
+		newPair(l, pairOpts{isnA: 1<<31 - 100, isnB: 1<<31 - 100, mss: 1500, pmtu: pmtuOn,
 			ccA: &fixedCC{period: 10 * time.Microsecond}, ccB: &fixedCC{period: 10 * time.Microsecond}})
 		a := &app{src: src, rbuf: make([]byte, 8192)}
 		c := &app{src: back, rbuf: make([]byte, 8192)}

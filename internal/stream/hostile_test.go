@@ -52,7 +52,7 @@ func (e *Endpoint) invariants() error {
 	if w := e.rcvReorderWindow(); w < 0 || w > max(e.rtt.RTT(), SYN) {
 		return fmt.Errorf("receiver reordering window %v", w)
 	}
-	return nil
+	return e.pmtuInvariants()
 }
 
 func ctrlPkt(typ packet.ControlType, info, dst uint32, body ...uint32) []byte {

@@ -37,6 +37,8 @@ type linkRules struct {
 	reorderBy time.Duration // if set, a reordered packet is held back exactly this long instead
 	dropNAK   bool          // drop every NAK
 	drop      func(b []byte) bool
+	mtu       int  // drop datagrams longer than mtu bytes (0: no limit) unless fragmentable
+	icmp      bool // with mtu: tell the sender the path's size (OnPathMTU), as the kernel would
 }
 
 type inflightPkt struct {
@@ -81,6 +83,9 @@ type link struct {
 	delivered [2]time.Time                          // last delivery to each endpoint
 	inject    func(i int, now time.Time)            // called every step, may feed packets to ep[i]
 	onDeliver func(to int, now time.Time, b []byte) // called before each delivery (b only during the call)
+	mtuDrops  [2]int                                // datagrams dropped for exceeding rules[i].mtu
+	frags     [2]int                                // datagrams above rules[i].mtu let through as fragmentable
+	maxDF     [2]int                                // the longest datagram sent with Don't Fragment
 	// lazy arms timers as conn does: moved only earlier after engine calls, re-read when they
 	// fire (a pacer ignores later times), so a postponed deadline still wakes the endpoint.
 	lazy  bool
@@ -125,6 +130,21 @@ func isNAK(b []byte) bool {
 func (l *link) send(i int, b []byte) {
 	r := &l.rules[i]
 	l.sent[i]++
+	frag := l.fragmentable(i, b)
+	if !frag {
+		l.maxDF[i] = max(l.maxDF[i], len(b))
+	}
+	if r.mtu > 0 && len(b) > r.mtu {
+		if !frag {
+			l.lost[i]++
+			l.mtuDrops[i]++
+			if r.icmp {
+				l.ep[i].OnPathMTU(l.now, r.mtu)
+			}
+			return
+		}
+		l.frags[i]++
+	}
 	if (r.dropNAK && isNAK(b)) || (r.drop != nil && r.drop(b)) || (r.loss > 0 && l.rng.Float64() < r.loss) {
 		l.lost[i]++
 		return
@@ -163,6 +183,17 @@ func (l *link) send(i int, b []byte) {
 		heap.Push(&l.q, inflightPkt{at: at, n: l.n, to: 1 - i, buf: p})
 		l.n++
 	}
+}
+
+// fragmentable reports whether conn would send b from endpoint i with fragmentation allowed: a
+// data packet longer than the packet size that is not the path MTU probe (pmtud.go).
+func (l *link) fragmentable(i int, b []byte) bool {
+	e := l.ep[i]
+	if e == nil || len(b) <= e.PacketSize() || len(b) < headerSize || packet.IsControl(b) {
+		return false
+	}
+	seq, probing := e.ProbeSeq()
+	return !probing || be.Uint32(b) != seq
 }
 
 // output returns the Config.Output of endpoint i.

@@ -46,9 +46,13 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.stats.PktRecvFilled++
 		e.onFill(t, now, seq, ts)
 	}
-	if len(payload) < e.payloadSize {
-		e.ackForce = true // UDT4 ACKs right after a short packet (spec §4.4 step 6)
+	// UDT4 ACKs right after a packet shorter than its full payload (spec §4.4 step 6): the end of
+	// a burst. A sender whose packets fit a path MTU below the MSS (pmtud.go) sends only such
+	// packets, so here a packet is short when it is shorter than the one before it.
+	if len(payload) < e.rcvLastLen {
+		e.ackForce = true
 	}
+	e.rcvLastLen = len(payload)
 	e.pktsSinceACK++
 	if iv := e.ccACKInterval; iv > 0 && e.pktsSinceACK >= iv {
 		e.ackForce = true

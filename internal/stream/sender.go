@@ -130,6 +130,9 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 		bufs[n] = b[:l]
 		n++
 		e.pairNext = probe
+		if l > e.pmtu.size {
+			break // a probe or a packet cut before the size fell: conn sends it alone (pmtud.go)
+		}
 	}
 	return n, e.Departure()
 }
@@ -154,11 +157,15 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 			break
 		}
 	}
+	if retrans && e.pmtu.probe != 0 && seq == e.pmtu.probeSeq {
+		e.probeFailed(t) // the path MTU probe was lost (pmtud.go)
+	}
 	if !retrans {
 		if e.inFlight() == 0 {
 			e.rtoBase = t // the retransmission timer starts with the first unacknowledged packet
 			e.rtoCount = 0
 		}
+		e.startProbe(t)                     // may lengthen the next packet into a probe (pmtud.go)
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
 		probe = seq&0xF == 0
 		e.noteFirstAfterPause(seq)
@@ -203,6 +210,7 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 		return
 	}
 	e.dlv.onCumAck(ack, t, e.rtt.RTT())
+	e.probeAcked(ack) // a delivered path MTU probe confirms its size (pmtud.go)
 	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
 	// Progress that only the timer's own repair explains (the ACK moved no further than the
@@ -298,6 +306,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.stats.NAKRecv++
 	t := e.since(now)
+	e.pmtu.heard = t // data of ours reached the receiver (pmtud.go's black-hole test)
 	e.traceNAKReceived(rs)
 	e.dlv.begin()
 	// Only packets declared lost after the reordering window reach the controller (reorder.go).
@@ -305,7 +314,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	e.peerAnswered()
 	e.nakFrontier(t, rs)
 	e.deliveryDone(t, now)
-	if len(lr) > 0 {
+	if lr = e.withoutProbe(lr); len(lr) > 0 { // a lost path MTU probe is not congestion (pmtud.go)
 		e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
 		e.applyCC()
 	}

@@ -34,6 +34,11 @@ type Stats struct {
 	Timeouts          uint64 // retransmission timeouts (later expiries, each a probe and Controller.OnTimeout)
 	GoBackN           uint64 // times every unacknowledged packet was re-queued, the peer answering after a timeout
 	EncodeErrors      uint64 // control packets our encoder refused (a bug if non-zero)
+	Unreachable       uint64 // port-unreachable reports about packets to the peer (OnUnreachable)
+	PMTUProbes        uint64 // path MTU probes sent (pmtud.go)
+	PMTUProbeLosses   uint64 // of which lost
+	PMTUBlackHoles    uint64 // falls back to the base size after a retransmission timeout
+	PathMTUChanges    uint64 // times the packet size changed
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer
@@ -54,6 +59,7 @@ type Stats struct {
 	LocalRecvRate     int           // packets/s: this receiver's arrival speed (ACK word 4)
 	SendBufferFree    int           // bytes free in the send buffer (byteAvailSndBuf)
 	RecvBufferFree    int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
+	PacketSize        int           // bytes: the size data packets are cut at now (UDP payload)
 
 	Drops    Drops
 	Messages MessageStats // message mode (Config.Messages) only
@@ -86,6 +92,8 @@ func (e *Endpoint) Stats() Stats {
 	s.LocalRecvRate = e.arrivals.RecvSpeed()
 	s.SendBufferFree = e.snd.Free()
 	s.RecvBufferFree = e.rcv.Available()
+	s.PacketSize = e.pmtu.size
+	s.PathMTUChanges = e.pmtu.changes
 	e.messageStats(&s)
 	return s
 }

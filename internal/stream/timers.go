@@ -39,6 +39,9 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.err = &PeerIdleError{Idle: idle}
 		return
 	}
+	if e.checkUnreachable(t) {
+		return
+	}
 	e.checkACK(t, now)
 	e.checkPendingNAK(t, now)
 	e.checkNAK(t, now)
@@ -128,6 +131,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 		e.rtoGoBack = e.rtoCount > 2 // the second expiry probes once more first (see above)
 		e.cc.OnTimeout(now)
 		e.applyCC()
+		e.blackHole(t) // the path may have shrunk without an ICMP message (pmtud.go)
 	} else {
 		e.stats.Probes++
 	}
@@ -172,6 +176,9 @@ func (e *Endpoint) NextTimer() time.Time {
 		return time.Time{}
 	}
 	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveDue())
+	if d, ok := e.unreachableDue(); ok {
+		next = min(next, d)
+	}
 	if d, ok := e.ackDue(); ok {
 		next = min(next, d)
 	}

@@ -19,6 +19,7 @@ type pairOpts struct {
 	sendBuf    int
 	flow       int
 	idle       time.Duration
+	pmtu       PathMTUConfig // both endpoints
 }
 
 // newPair wires two endpoints (0 = client, 1 = server) through l.
@@ -27,7 +28,7 @@ func newPair(l *link, o pairOpts) {
 		return New(Config{
 			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN,
 			MSS: o.mss, PeerFlowWindow: o.flow, SendBuffer: o.sendBuf, RecvBuffer: o.recvBuf,
-			Controller: cc, IdleTimeout: o.idle, Start: l.now, Output: l.output(i),
+			Controller: cc, IdleTimeout: o.idle, Start: l.now, Output: l.output(i), PathMTU: o.pmtu,
 		}, l.now)
 	}
 	l.ep[0] = mk(0, 0x1111, 0x2222, o.isnA, o.isnB, o.ccA)

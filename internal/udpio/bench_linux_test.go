@@ -114,3 +114,16 @@ func BenchmarkReadBatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkMaxDatagram is the cost of reading the kernel's path MTU to a destination (a probe
+// socket, connect, getsockopt, close): paid once per connection at its start.
+func BenchmarkMaxDatagram(b *testing.B) {
+	uc := listen(b, "udp4", "127.0.0.1:0")
+	c := New(uc)
+	to := addrOf(uc, "127.0.0.1")
+	for b.Loop() {
+		if c.MaxDatagram(to) == 0 {
+			b.Fatal("unknown")
+		}
+	}
+}

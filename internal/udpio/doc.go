@@ -10,7 +10,9 @@
 //     run of datagrams of one flow glued together (up to 64 KiB) with a UDP_GRO control message giving
 //     the segment size; ReadBatch cuts them apart again. On loopback, GSO sends reach a GRO socket
 //     still coalesced, so both ends pay one system call per run.
-//   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer.
+//   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer, through
+//     golang.org/x/net/ipv4 and ipv6 ReadBatch/WriteBatch (as wireguard-go's and quic-go's batch
+//     I/O use them). The control messages above are the only part written by hand.
 //   - Software receive timestamps (socket(7) SO_TIMESTAMPNS): each Message carries the time the
 //     kernel received it (Message.Time, on the monotonic clock), so a reader that was descheduled
 //     while datagrams queued does not see them as arriving back to back; UDT's arrival-speed and
@@ -20,9 +22,17 @@
 // internal/simnet's in-memory Conn) a Conn falls back to one ReadFrom or WriteTo per datagram, using
 // the allocation-free ReadFromUDPAddrPort/WriteToUDPAddrPort methods when the PacketConn has them.
 //
+// For path MTU discovery and ICMP errors a Conn can also set Don't Fragment (EnableDontFragment:
+// IP_MTU_DISCOVER / IPV6_MTU_DISCOVER = PMTUDISC_DO), read the kernel's path MTU to a destination
+// (MaxDatagram: IP_MTU on a connected probe socket), send one datagram with fragmentation allowed
+// (WriteFragmented) and read the socket's error queue (EnableReports, ReadReports: IP_RECVERR /
+// IPV6_RECVERR, struct sock_extended_err decoded by hand).
+//
 // The kernel pitfalls handled (read from udp(7), the kernel sources it cites and quic-go's notes):
-// a device without transmit checksum offload makes GSO sends fail with EIO, so a GSO failure (EIO or
-// EINVAL) turns GSO off for the Conn and the batch is sent again without it; GRO is only turned on
+// a device without transmit checksum offload makes GSO sends fail with EIO, which turns GSO off
+// for the Conn and the batch is sent again without it; EINVAL means either that or, with Don't
+// Fragment, a segment above the path MTU, so the datagrams are sent singly first and GSO is
+// given up only if they pass (a too-large one then fails with EMSGSIZE); GRO is only turned on
 // when setsockopt succeeds, and a GRO socket must never be read except through ReadBatch (a plain
 // read would see glued datagrams); dual-stack (AF_INET6) sockets report IPv4 peers as IPv4-mapped
 // IPv6 addresses, which ReadBatch unmaps so that they compare equal to the addresses the caller dialed.

@@ -22,14 +22,11 @@ var (
 	sendModes = []mode{
 		{"gso", options{noGRO: true}},
 		{"mmsg", options{noGSO: true, noGRO: true}},
-		{"loop", options{noGSO: true, noGRO: true, noMMsg: true}},
 		{"portable", options{portable: true}},
 	}
 	recvModes = []mode{
-		{"gro+mmsg", options{noGSO: true}},
-		{"gro", options{noGSO: true, noMMsg: true}},
+		{"gro", options{noGSO: true}},
 		{"mmsg", options{noGSO: true, noGRO: true}},
-		{"loop", options{noGSO: true, noGRO: true, noMMsg: true}},
 		{"portable", options{portable: true}},
 	}
 )

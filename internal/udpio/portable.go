@@ -85,3 +85,7 @@ func addrPortOf(a net.Addr) netip.AddrPort {
 	}
 	return netip.AddrPort{}
 }
+
+func unmap(ap netip.AddrPort) netip.AddrPort {
+	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
+}

@@ -1,41 +1,30 @@
 package udpio
 
 import (
-	"encoding/binary"
+	"errors"
 	"net/netip"
 	"time"
-	"unsafe"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
-// oobSize is the control-message room per received datagram: a UDP_GRO message needs
-// CmsgSpace(4) = 24 bytes and an SCM_TIMESTAMPNS one CmsgSpace(16) = 32 (64-bit); the rest leaves
-// space for options a caller may have set.
-const oobSize = 64
-
-// sizeofTimespec is the size of struct timespec in an SCM_TIMESTAMPNS message: 16 bytes on 64-bit,
-// 8 on 32-bit (the SO_TIMESTAMPNS_OLD layout that unix.SO_TIMESTAMPNS names).
-const sizeofTimespec = int(unsafe.Sizeof(unix.Timespec{}))
-
 // reader is the receive state, used only by the one goroutine calling ReadBatch.
 type reader struct {
-	s     *sysConn
-	hdrs  [maxBatch]mmsghdr
-	iovs  [maxBatch]unix.Iovec
-	names [maxBatch]sockaddr
-	oob   [maxBatch][oobSize]byte
+	s    *sysConn
+	ms   [maxBatch]ipv4.Message
+	bufs [maxBatch][1][]byte // each message's one buffer
+	oob  [maxBatch][oobSize]byte
 
-	vlen, n int       // request and result of the last recvmmsg
-	calls   int       // recvmmsg calls that returned datagrams, for tests
-	errno   error     // its errno, if it failed
-	t0      time.Time // the clock read right after the last successful read, for stamps
-	fn      func(fd uintptr) bool
+	calls int       // recvmmsg calls that returned datagrams, for tests
+	msgs  int       // messages they returned (datagrams, or GRO runs), for tests
+	t0    time.Time // the clock read right after the last successful read, for stamps
 
 	// GRO: datagrams land in gbuf (GROBufferSize per buffer: one on first use, doubled up to
 	// groBuffers each time a read fills them all), then runs describe the glued datagrams not yet
 	// handed out.
 	gbuf  []byte
+	last  int // messages the last GRO read returned
 	runs  [groBuffers]run
 	nruns int
 	cur   int // first run with datagrams left
@@ -49,63 +38,37 @@ type run struct {
 	truncLast            bool      // the kernel cut the run: its last piece is incomplete
 }
 
-func (r *reader) init(s *sysConn) {
-	r.s = s
-	r.fn = r.recvmmsg
-}
-
-// recvmmsg is the RawConn.Read callback: false asks the netpoller to wait for readability.
-func (r *reader) recvmmsg(fd uintptr) bool {
+// recv runs one recvmmsg into the first len(bufs) messages, with control messages if oob, and
+// returns how many arrived (≥ 1) or the error in a *net.OpError.
+func (r *reader) recv(bufs [][]byte, oob bool) (int, error) {
+	ms := r.ms[:len(bufs)]
+	for i := range ms {
+		r.bufs[i][0] = bufs[i]
+		ms[i].Buffers = r.bufs[i][:]
+		ms[i].OOB = nil
+		if oob {
+			ms[i].OOB = r.oob[i][:]
+		}
+	}
+	defer func() {
+		for i := range ms {
+			r.bufs[i][0], ms[i].Buffers = nil, nil // keep no caller memory alive
+		}
+	}()
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&r.hdrs[0])),
-			uintptr(r.vlen), 0, 0, 0)
-		switch e {
-		case 0:
-			if n == 0 {
-				return false // success without a datagram (never seen): wait, never report 0
-			}
-			r.n, r.errno = int(n), nil
+		n, err := r.s.x.ReadBatch(ms, 0)
+		switch {
+		case err == nil && n > 0:
 			r.t0 = time.Now()
 			r.calls++
-			return true
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		}
-		r.n, r.errno = 0, e
-		return true
-	}
-}
-
-// recv runs one recvmmsg of r.vlen datagrams into r.iovs, with control messages if oob.
-func (r *reader) recv(oob bool) error {
-	for i := 0; i < r.vlen; i++ {
-		h := &r.hdrs[i]
-		h.Len = 0
-		h.Hdr = unix.Msghdr{
-			Name:    (*byte)(unsafe.Pointer(&r.names[i].raw)),
-			Namelen: unix.SizeofSockaddrInet6,
-			Iov:     &r.iovs[i],
-		}
-		h.Hdr.SetIovlen(1)
-		if oob {
-			h.Hdr.Control = &r.oob[i][0]
-			h.Hdr.SetControllen(oobSize)
+			r.msgs += n
+			return n, nil
+		case err == nil, errors.Is(err, unix.EINTR):
+			// Success without a datagram (never seen) or a signal: read again, never report 0.
+		default:
+			return 0, err
 		}
 	}
-	if err := r.s.rc.Read(r.fn); err != nil {
-		return err
-	}
-	if r.errno != nil {
-		return r.s.opError("read", "recvmmsg", r.errno, netip.AddrPort{})
-	}
-	return nil
-}
-
-func setIovec(iov *unix.Iovec, b []byte) {
-	iov.Base = unsafe.SliceData(b)
-	iov.SetLen(len(b))
 }
 
 func (s *sysConn) readBatch(msgs []Message) (int, error) {
@@ -118,76 +81,55 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 		}
 		return r.drain(msgs), nil
 	}
-	if !s.mmsg {
-		m := &msgs[0]
-		n, oobn, flags, from, err := s.uc.ReadMsgUDPAddrPort(m.Buf, r.oob[0][:])
-		if err != nil {
-			return 0, err
-		}
-		r.t0 = time.Now()
-		m.N, m.Addr, m.Truncated = n, unmap(from), flags&unix.MSG_TRUNC != 0
-		_, m.Time = r.parse(r.oob[0][:oobn])
-		return 1, nil
+	var bufs [maxBatch][]byte
+	vlen := min(len(msgs), maxBatch)
+	for i := range vlen {
+		bufs[i] = msgs[i].Buf
 	}
-	r.vlen = min(len(msgs), maxBatch)
-	for i := 0; i < r.vlen; i++ {
-		setIovec(&r.iovs[i], msgs[i].Buf)
-	}
-	err := r.recv(s.stamps)
-	for i := 0; i < r.vlen; i++ {
-		r.iovs[i].Base = nil // keep no caller memory alive
-	}
+	n, err := r.recv(bufs[:vlen], s.stamps)
 	if err != nil {
 		return 0, err
 	}
-	for i := 0; i < r.n; i++ {
-		h := &r.hdrs[i]
-		m := &msgs[i]
-		m.N = int(h.Len)
-		m.Addr = r.names[i].addrPort(h.Hdr.Namelen)
-		m.Truncated = h.Hdr.Flags&unix.MSG_TRUNC != 0
+	for i := range n {
+		x, m := &r.ms[i], &msgs[i]
+		m.N, m.Addr = x.N, addrPortOfUDP(x.Addr)
+		m.Truncated = x.Flags&unix.MSG_TRUNC != 0
 		m.Time = time.Time{}
 		if s.stamps {
-			_, m.Time = r.parse(r.oob[i][:min(int(h.Hdr.Controllen), oobSize)])
+			_, m.Time = r.parse(r.oob[i][:min(x.NN, oobSize)])
 		}
+		x.Addr = nil
 	}
-	if s.lazyGRO && r.n >= lazyGROBatch {
+	if s.lazyGRO && n >= lazyGROBatch {
 		s.enableGRO()
 	}
-	return r.n, nil
+	return n, nil
 }
 
 // fillGRO reads into the GRO buffers and records the runs; it blocks until at least one arrives.
 func (r *reader) fillGRO() error {
 	if r.gbuf == nil {
 		r.gbuf = make([]byte, GROBufferSize)
-	} else if r.s.mmsg && r.n == len(r.gbuf)/GROBufferSize && r.n < groBuffers {
+	} else if r.last == len(r.gbuf)/GROBufferSize && r.last < groBuffers {
 		// The last read filled every buffer: more were waiting. Its runs are all handed out.
 		r.gbuf = make([]byte, 2*len(r.gbuf))
 	}
 	r.nruns, r.cur = 0, 0
-	if !r.s.mmsg {
-		b := r.gbuf[:GROBufferSize]
-		n, oobn, flags, from, err := r.s.uc.ReadMsgUDPAddrPort(b, r.oob[0][:])
-		if err != nil {
-			return err
-		}
-		r.t0 = time.Now()
-		r.addRun(0, n, r.oob[0][:oobn], unmap(from), flags&unix.MSG_TRUNC != 0)
-		return nil
+	var bufs [groBuffers][]byte
+	nb := len(r.gbuf) / GROBufferSize
+	for i := range nb {
+		bufs[i] = r.gbuf[i*GROBufferSize : (i+1)*GROBufferSize]
 	}
-	r.vlen = len(r.gbuf) / GROBufferSize
-	for i := 0; i < r.vlen; i++ {
-		setIovec(&r.iovs[i], r.gbuf[i*GROBufferSize:(i+1)*GROBufferSize])
-	}
-	if err := r.recv(true); err != nil {
+	n, err := r.recv(bufs[:nb], true)
+	if err != nil {
 		return err
 	}
-	for i := 0; i < r.n; i++ {
-		h := &r.hdrs[i]
-		oobn := min(int(h.Hdr.Controllen), oobSize)
-		r.addRun(i*GROBufferSize, int(h.Len), r.oob[i][:oobn], r.names[i].addrPort(h.Hdr.Namelen),
-			h.Hdr.Flags&unix.MSG_TRUNC != 0)
+	r.last = n
+	for i := range n {
+		x := &r.ms[i]
+		r.addRun(i*GROBufferSize, x.N, r.oob[i][:min(x.NN, oobSize)], addrPortOfUDP(x.Addr),
+			x.Flags&unix.MSG_TRUNC != 0)
+		x.Addr = nil
 	}
 	return nil
 }
@@ -215,67 +157,6 @@ func (r *reader) parse(oob []byte) (seg int, stamp time.Time) {
 	return seg, stamp
 }
 
-// parseCmsgs decodes control messages by hand: unix.ParseOneSocketControlMessage reads a whole
-// header out of a buffer shorter than one, and oob need not be aligned. It returns the UDP_GRO
-// segment size (0 if none) and the SCM_TIMESTAMPNS stamp in ns since the Unix epoch (ok false if
-// none). A malformed message ends the walk; what was found before it is kept.
-func parseCmsgs(oob []byte) (seg int, stampNs int64, ok bool) {
-	const hl = unix.SizeofCmsghdr // cmsg_len (size_t), cmsg_level (int), cmsg_type (int)
-	for len(oob) >= hl {
-		var l uint64
-		if hl == 16 {
-			l = binary.NativeEndian.Uint64(oob)
-		} else {
-			l = uint64(binary.NativeEndian.Uint32(oob))
-		}
-		if l < hl || l > uint64(len(oob)) {
-			return seg, stampNs, ok
-		}
-		level := int32(binary.NativeEndian.Uint32(oob[hl-8:]))
-		typ := int32(binary.NativeEndian.Uint32(oob[hl-4:]))
-		data := oob[unix.CmsgLen(0):l]
-		switch {
-		case level == unix.IPPROTO_UDP && typ == unix.UDP_GRO && len(data) >= 4:
-			seg = int(int32(binary.NativeEndian.Uint32(data)))
-		case level == unix.SOL_SOCKET && typ == unix.SCM_TIMESTAMPNS && len(data) >= sizeofTimespec:
-			// struct timespec: two longs (time_t, long), 8 bytes each on 64-bit, 4 on 32-bit.
-			var sec, nsec int64
-			if sizeofTimespec == 16 {
-				sec = int64(binary.NativeEndian.Uint64(data))
-				nsec = int64(binary.NativeEndian.Uint64(data[8:]))
-			} else {
-				sec = int64(int32(binary.NativeEndian.Uint32(data)))
-				nsec = int64(int32(binary.NativeEndian.Uint32(data[4:])))
-			}
-			// A stamp outside what UnixNano can hold (year 1678–2262) or with a bad nsec is junk.
-			if nsec >= 0 && nsec < 1e9 && sec > -9e9 && sec < 9e9 {
-				stampNs, ok = sec*1e9+nsec, true
-			}
-		}
-		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
-		if next >= len(oob) {
-			return seg, stampNs, ok
-		}
-		oob = oob[next:]
-	}
-	return seg, stampNs, ok
-}
-
-// stampTime turns a kernel receive stamp (CLOCK_REALTIME ns since the Unix epoch) into a time
-// with t0's monotonic reading: t0 moved back by the stamp's age on the wall clock. A stamp more
-// than MaxStampAge old, or ahead of t0 by more than that (a wall-clock step in between), gives the
-// zero Time; one slightly ahead (clock granularity) gives t0.
-func stampTime(t0 time.Time, stampNs int64) time.Time {
-	if t0.IsZero() {
-		return time.Time{}
-	}
-	age := time.Duration(t0.UnixNano() - stampNs)
-	if age > MaxStampAge || age < -MaxStampAge {
-		return time.Time{}
-	}
-	return t0.Add(-max(age, 0))
-}
-
 // drain hands out datagrams of the pending runs, copying each into the caller's buffer.
 func (r *reader) drain(msgs []Message) int {
 	out := 0
@@ -294,8 +175,4 @@ func (r *reader) drain(msgs []Message) int {
 		}
 	}
 	return out
-}
-
-func unmap(ap netip.AddrPort) netip.AddrPort {
-	return netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 }

@@ -1,21 +1,18 @@
 package udpio
 
 import (
-	"encoding/binary"
-	"errors"
 	"net"
 	"net/netip"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"unsafe"
 
+	"golang.org/x/net/ipv4"
+	"golang.org/x/net/ipv6"
 	"golang.org/x/sys/unix"
 )
 
-// maxBatch is the most datagrams one recvmmsg/sendmmsg call moves.
+// maxBatch is the most messages one recvmmsg/sendmmsg call moves.
 const maxBatch = 64
 
 // groBuffers is the most GRO buffers (GROBufferSize each) one recvmmsg fills: up to
@@ -23,31 +20,36 @@ const maxBatch = 64
 // starts with one and doubles them while reads fill them all, so an idle socket holds 64 KiB.
 const groBuffers = 8
 
-// mmsghdr is struct mmsghdr of sendmmsg(2)/recvmmsg(2): Go pads it to Msghdr's alignment as C does.
-type mmsghdr struct {
-	Hdr unix.Msghdr
-	Len uint32
+// batchConn is the batch I/O that golang.org/x/net's ipv4.PacketConn and ipv6.PacketConn share:
+// recvmmsg/sendmmsg with a control-message buffer per datagram (ipv4.Message is ipv6.Message).
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
 }
 
 // sysConn is the Linux path for a *net.UDPConn.
 type sysConn struct {
-	uc     *net.UDPConn
-	rc     syscall.RawConn
-	family int // AF_INET or AF_INET6: the socket's, which decides the sockaddr we pass
-	gso    atomic.Bool
-	gro    atomic.Bool // UDP_GRO is on: reads go through the GRO buffers
+	uc  *net.UDPConn
+	rc  syscall.RawConn // for setsockopt
+	x   batchConn       // the socket's family's x/net PacketConn
+	gso atomic.Bool
+	gro atomic.Bool // UDP_GRO is on: reads go through the GRO buffers
 	// lazyGRO: GRO is off until a recvmmsg finds at least lazyGROBatch datagrams queued (bulk
 	// arriving); then the reader turns it on, between two reads. Owned by the reader.
 	lazyGRO bool
-	mmsg    bool
 	stamps  bool // SO_TIMESTAMPNS is on: every datagram comes with an SCM_TIMESTAMPNS message
+	family  int  // AF_INET or AF_INET6
 
-	// System calls made, for tests: GSO sends, sendmmsg calls.
-	gsoSends, mmsgCalls atomic.Uint64
+	reports atomic.Bool // IP_RECVERR is on: readReports drains the error queue
+	errq    errQueue
+	df      atomic.Bool // IP_PMTUDISC_DO is on
+	fragMu  sync.Mutex  // serialises writeFragmented's option changes
+
+	// For tests: GSO messages sent (each up to MaxGSOSegments datagrams), sendmmsg calls made.
+	gsoSends, sendCalls atomic.Uint64
 
 	r       reader    // owned by the one ReadBatch goroutine
 	scratch sync.Pool // *writer, one per concurrent WriteBatch
-	local   net.Addr  // for error values
 }
 
 func newSys(uc *net.UDPConn, o options) batcher {
@@ -55,10 +57,12 @@ func newSys(uc *net.UDPConn, o options) batcher {
 	if err != nil {
 		return nil
 	}
-	s := &sysConn{uc: uc, rc: rc, mmsg: !o.noMMsg, local: uc.LocalAddr()}
+	s := &sysConn{uc: uc, rc: rc}
+	var family int
+	defer func() { s.family = family }()
 	var domErr, segErr, groErr, tsErr error
 	cerr := rc.Control(func(fd uintptr) {
-		s.family, domErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
+		family, domErr = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_DOMAIN)
 		// The option reads back 0 on a kernel that knows it (≥ 4.18), ENOPROTOOPT before.
 		_, segErr = unix.GetsockoptInt(int(fd), unix.IPPROTO_UDP, unix.UDP_SEGMENT)
 		if !o.noGRO && !o.lazyGRO {
@@ -69,19 +73,26 @@ func newSys(uc *net.UDPConn, o options) batcher {
 			tsErr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_TIMESTAMPNS, 1)
 		}
 	})
-	if cerr != nil || domErr != nil || (s.family != unix.AF_INET && s.family != unix.AF_INET6) {
+	switch {
+	case cerr != nil || domErr != nil:
+		return nil
+	case family == unix.AF_INET:
+		s.x = ipv4.NewPacketConn(uc)
+	case family == unix.AF_INET6:
+		s.x = ipv6.NewPacketConn(uc)
+	default:
 		return nil
 	}
 	s.gso.Store(segErr == nil && !o.noGSO)
 	s.gro.Store(!o.noGRO && !o.lazyGRO && groErr == nil)
 	s.lazyGRO = !o.noGRO && o.lazyGRO
 	s.stamps = !o.noStamps && tsErr == nil
-	s.scratch.New = func() any { return newWriter(s) }
-	s.r.init(s)
+	s.scratch.New = func() any { return new(writer) }
+	s.r.s = s
 	return s
 }
 
-func (s *sysConn) features() (gso, gro, mmsg bool) { return s.gso.Load(), s.gro.Load(), s.mmsg }
+func (s *sysConn) features() (gso, gro, mmsg bool) { return s.gso.Load(), s.gro.Load(), true }
 
 // lazyGROBatch is how many datagrams one recvmmsg must find queued before a lazy-GRO socket turns
 // GRO on: a backlog that size means bulk is arriving.
@@ -99,76 +110,12 @@ func (s *sysConn) enableGRO() {
 	}
 }
 
-// sockaddr is room for either kind of socket address.
-type sockaddr struct {
-	raw unix.RawSockaddrInet6 // the larger of the two; a RawSockaddrInet4 overlays its start
-	len uint32
-}
-
-// errAddrFamily is returned for an IPv6 destination on an IPv4 socket.
-var errAddrFamily = errors.New("udpio: IPv6 destination on an IPv4 socket")
-
-// set fills sa with ap in the socket's family (an IPv4 peer of an AF_INET6 socket as IPv4-mapped).
-// ok is false for a destination the raw path cannot express (a non-numeric zone): use the
-// standard library's write instead.
-func (sa *sockaddr) set(family int, ap netip.AddrPort) (ok bool, err error) {
-	ip := ap.Addr()
-	port := ap.Port()
-	if family == unix.AF_INET {
-		ip = ip.Unmap()
-		if !ip.Is4() {
-			return false, errAddrFamily
-		}
-		r := (*unix.RawSockaddrInet4)(unsafe.Pointer(&sa.raw))
-		*r = unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: ip.As4()}
-		binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&r.Port))[:], port)
-		sa.len = unix.SizeofSockaddrInet4
-		return true, nil
+// addrPortOfUDP converts the *net.UDPAddr x/net decoded from the kernel's sockaddr, unmapping an
+// IPv4-mapped address; the zero AddrPort for anything else.
+func addrPortOfUDP(a net.Addr) netip.AddrPort {
+	ua, ok := a.(*net.UDPAddr)
+	if !ok {
+		return netip.AddrPort{}
 	}
-	var scope uint32
-	if z := ip.Zone(); z != "" {
-		v, err := strconv.ParseUint(z, 10, 32)
-		if err != nil {
-			return false, nil
-		}
-		scope = uint32(v)
-	}
-	sa.raw = unix.RawSockaddrInet6{Family: unix.AF_INET6, Addr: ip.As16(), Scope_id: scope}
-	binary.BigEndian.PutUint16((*[2]byte)(unsafe.Pointer(&sa.raw.Port))[:], port)
-	sa.len = unix.SizeofSockaddrInet6
-	return true, nil
-}
-
-// addrPort decodes a sockaddr the kernel wrote (n bytes of it), unmapping IPv4-mapped addresses.
-func (sa *sockaddr) addrPort(n uint32) netip.AddrPort {
-	switch sa.raw.Family {
-	case unix.AF_INET:
-		if n < unix.SizeofSockaddrInet4 {
-			return netip.AddrPort{}
-		}
-		r := (*unix.RawSockaddrInet4)(unsafe.Pointer(&sa.raw))
-		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&r.Port))[:])
-		return netip.AddrPortFrom(netip.AddrFrom4(r.Addr), port)
-	case unix.AF_INET6:
-		if n < unix.SizeofSockaddrInet6 {
-			return netip.AddrPort{}
-		}
-		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.raw.Port))[:])
-		ip := netip.AddrFrom16(sa.raw.Addr).Unmap()
-		if sa.raw.Scope_id != 0 && ip.Is6() {
-			// Allocates, but only for link-local peers.
-			ip = ip.WithZone(strconv.FormatUint(uint64(sa.raw.Scope_id), 10))
-		}
-		return netip.AddrPortFrom(ip, port)
-	}
-	return netip.AddrPort{}
-}
-
-// opError wraps a system call's errno as the standard library would.
-func (s *sysConn) opError(op, syscallName string, errno error, to netip.AddrPort) error {
-	e := &net.OpError{Op: op, Net: "udp", Source: s.local, Err: os.NewSyscallError(syscallName, errno)}
-	if to.IsValid() {
-		e.Addr = net.UDPAddrFromAddrPort(to)
-	}
-	return e
+	return unmap(ua.AddrPort())
 }

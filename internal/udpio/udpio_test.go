@@ -91,7 +91,7 @@ func TestDualStackUnmapped(t *testing.T) {
 				du.SetReadBuffer(4 << 20)
 				v4 := listen(t, "udp4", "127.0.0.1:0")
 				v4.SetReadBuffer(4 << 20)
-				dual := newConn(du, options{noGSO: dm.opt.noGSO, noMMsg: dm.opt.noMMsg || rm.opt.noMMsg,
+				dual := newConn(du, options{noGSO: dm.opt.noGSO,
 					noGRO: rm.opt.noGRO, portable: dm.opt.portable || rm.opt.portable})
 				peer := newConn(v4, dm.opt)
 				dualAddr := addrOf(du, "127.0.0.1")

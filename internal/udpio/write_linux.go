@@ -1,201 +1,115 @@
 package udpio
 
 import (
-	"encoding/binary"
+	"errors"
+	"net"
 	"net/netip"
-	"runtime"
 	"unsafe"
 
+	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
-// gsoOOBSize is the room for one UDP_SEGMENT control message (a uint16 payload).
-var gsoOOBSize = unix.CmsgSpace(2)
-
 // writer is the scratch of one WriteBatch call, reused through sysConn.scratch.
 type writer struct {
-	s    *sysConn
-	hdrs [maxBatch]mmsghdr
-	iovs [maxBatch]unix.Iovec
-	sa   sockaddr
-	oob  [32]byte // a UDP_SEGMENT control message
-
-	mmsg       bool // the callback runs sendmmsg (else sendmsg of hdrs[0])
-	vlen, done int
-	errno      unix.Errno
-	fn         func(fd uintptr) bool
+	ms    [maxBatch]ipv4.Message
+	bufs  [maxBatch][1][]byte
+	oob   [maxBatch][32]byte // UDP_SEGMENT control messages
+	count [maxBatch]int      // datagrams in each message
+	gso   [maxBatch]bool     // the message is a GSO send
+	to    net.UDPAddr        // the destination, reused: x/net takes a net.Addr
+	ip    [16]byte
 }
 
-func newWriter(s *sysConn) any {
-	w := &writer{s: s}
-	w.fn = w.send
-	return w
+// setTo points w.to at ap without allocating.
+func (w *writer) setTo(ap netip.AddrPort) {
+	a := ap.Addr()
+	if a.Is4() {
+		*(*[4]byte)(w.ip[:4]) = a.As4()
+		w.to.IP = w.ip[:4]
+	} else {
+		w.ip = a.As16()
+		w.to.IP = w.ip[:]
+	}
+	w.to.Port, w.to.Zone = int(ap.Port()), a.Zone()
 }
 
-// send is the RawConn.Write callback: false asks the netpoller to wait for writability.
-func (w *writer) send(fd uintptr) bool {
-	for w.done < w.vlen {
-		var n uintptr
-		var e unix.Errno
-		if w.mmsg {
-			n, _, e = unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&w.hdrs[w.done])),
-				uintptr(w.vlen-w.done), 0, 0, 0)
-		} else {
-			_, _, e = unix.Syscall(unix.SYS_SENDMSG, fd, uintptr(unsafe.Pointer(&w.hdrs[0].Hdr)), 0)
-			n = 1
-		}
-		switch e {
-		case 0:
-			if n == 0 {
-				return false // nothing sent though the call succeeded (never seen): wait
+// pack lays bufs out as at most maxBatch messages: each GSO run (when gso) as one message with a
+// UDP_SEGMENT control message, every other datagram as a message of its own. It returns the
+// number of messages.
+func (w *writer) pack(bufs [][]byte, gso bool) int {
+	k := 0
+	for i := 0; i < len(bufs) && k < maxBatch; k++ {
+		m := &w.ms[k]
+		m.Addr, m.OOB = &w.to, nil
+		w.count[k], w.gso[k] = 1, false
+		w.bufs[k][0] = bufs[i]
+		if gso {
+			if n, seg, total := gsoRun(bufs[i:]); n >= 2 {
+				w.bufs[k][0] = unsafe.Slice(unsafe.SliceData(bufs[i]), total)
+				m.OOB = putSegment(w.oob[k][:], seg)
+				w.count[k], w.gso[k] = n, true
 			}
-			w.done += int(n)
-		case unix.EINTR:
-		case unix.EAGAIN:
-			return false
-		default:
-			w.errno = e
-			return true
 		}
+		m.Buffers = w.bufs[k][:]
+		i += w.count[k]
 	}
-	return true
+	return k
 }
 
-// run performs the prepared send; it returns the RawConn's error (closed, deadline) or the errno.
-func (w *writer) run(mmsg bool, vlen int) (rawErr error, errno unix.Errno) {
-	w.mmsg, w.vlen, w.done, w.errno = mmsg, vlen, 0, 0
-	if err := w.s.rc.Write(w.fn); err != nil {
-		return err, 0
+// clear drops the references to the caller's buffers.
+func (w *writer) clear(k int) {
+	for i := range k {
+		w.bufs[i][0], w.ms[i].Buffers, w.ms[i].Addr = nil, nil, nil
 	}
-	return nil, w.errno
-}
-
-// header points hdrs[i] at the destination and iovs[i].
-func (w *writer) header(i int) *unix.Msghdr {
-	h := &w.hdrs[i].Hdr
-	*h = unix.Msghdr{Name: (*byte)(unsafe.Pointer(&w.sa.raw)), Namelen: w.sa.len, Iov: &w.iovs[i]}
-	h.SetIovlen(1)
-	return h
 }
 
 func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	w := s.scratch.Get().(*writer)
 	defer s.scratch.Put(w)
-	defer runtime.KeepAlive(bufs) // the kernel reads them through raw pointers
-	ok, err := w.sa.set(s.family, to)
-	if err != nil {
-		return 0, s.opError("write", "sendmsg", unix.EAFNOSUPPORT, to)
-	}
-	if !ok {
-		return s.writeLoop(bufs, to)
-	}
+	w.setTo(to)
 	sent := 0
+	gso := s.gso.Load()
+	// singles: the last GSO message was refused with EINVAL, which means either a device that
+	// cannot segment or, with Don't Fragment on, a segment larger than the path MTU (the kernel
+	// says EINVAL for a GSO size it cannot send, EMSGSIZE for a single datagram): sending the
+	// same datagrams singly tells which.
+	singles := false
 	for sent < len(bufs) {
-		if s.gso.Load() {
-			if k, seg, total := gsoRun(bufs[sent:]); k >= 2 {
-				done, rawErr, errno := w.sendGSO(bufs[sent], seg, total)
-				if rawErr != nil {
-					return sent, rawErr
-				}
-				if errno != 0 {
-					return sent, s.opError("write", "sendmsg", errno, to)
-				}
-				if done {
-					sent += k
-					continue
-				}
-				// The kernel refused GSO; w.sendGSO turned it off. Send the rest without.
+		k := w.pack(bufs[sent:], gso && !singles)
+		n, err := s.x.WriteBatch(w.ms[:k], 0)
+		s.sendCalls.Add(1)
+		if err != nil {
+			n = 0 // the first message failed; none of this call's went
+		}
+		for i := range n {
+			sent += w.count[i]
+			if w.gso[i] {
+				s.gsoSends.Add(1)
 			}
 		}
-		// The stretch up to the next GSO run (or all of it, without GSO) goes by sendmmsg.
-		end := sent + 1
-		for end < len(bufs) && end-sent < maxBatch && !(s.gso.Load() && gsoPair(bufs[end:])) {
-			end++
-		}
-		if !s.mmsg {
-			n, err := s.writeLoop(bufs[sent:end], to)
-			sent += n
-			if err != nil {
-				return sent, err
+		gsoFailed := err != nil && w.gso[0]
+		w.clear(k)
+		switch {
+		case err == nil, errors.Is(err, unix.EINTR):
+			if singles && n > 0 {
+				// Single datagrams go where the GSO send did not: the device refuses GSO (udp(7)).
+				s.gso.Store(false)
+				gso = false
 			}
-			continue
-		}
-		n, rawErr, errno := w.sendMMsg(bufs[sent:end])
-		sent += n
-		if rawErr != nil {
-			return sent, rawErr
-		}
-		if errno != 0 {
-			return sent, s.opError("write", "sendmmsg", errno, to)
+			singles = false
+		case gsoFailed && errors.Is(err, unix.EIO):
+			// No checksum offload on the device: udp(7). Give up GSO on this Conn and send
+			// these datagrams again without it.
+			s.gso.Store(false)
+			gso = false
+		case gsoFailed && errors.Is(err, unix.EINVAL):
+			singles = true
+		default:
+			return sent, err
 		}
 	}
 	return sent, nil
-}
-
-// sendGSO sends total bytes from first's start as datagrams of seg bytes in one sendmsg. done is
-// false if the kernel refused GSO (it is then off for the Conn) or on another failure: the
-// RawConn's (closed, deadline) or the system call's errno.
-func (w *writer) sendGSO(first []byte, seg, total int) (done bool, rawErr error, errno unix.Errno) {
-	h := w.header(0)
-	w.iovs[0].Base = unsafe.SliceData(first)
-	w.iovs[0].SetLen(total)
-	w.putSegment(seg)
-	h.Control = &w.oob[0]
-	h.SetControllen(gsoOOBSize)
-	rawErr, errno = w.run(false, 1)
-	w.iovs[0].Base = nil // keep no caller memory alive
-	switch {
-	case rawErr != nil:
-		return false, rawErr, 0
-	case errno == 0:
-		w.s.gsoSends.Add(1)
-		return true, nil, 0
-	case errno == unix.EIO || errno == unix.EINVAL:
-		// No checksum offload on the device (EIO), or a size the kernel refuses (EINVAL):
-		// udp(7). Give up GSO on this Conn.
-		w.s.gso.Store(false)
-		return false, nil, 0
-	}
-	return false, nil, errno
-}
-
-// sendMMsg sends bufs (at most maxBatch) by sendmmsg; n is how many went.
-func (w *writer) sendMMsg(bufs [][]byte) (n int, rawErr error, errno unix.Errno) {
-	for i, b := range bufs {
-		w.header(i)
-		w.iovs[i].Base = unsafe.SliceData(b)
-		w.iovs[i].SetLen(len(b))
-	}
-	rawErr, errno = w.run(true, len(bufs))
-	w.s.mmsgCalls.Add(1)
-	for i := range bufs {
-		w.iovs[i].Base = nil // keep no caller memory alive
-	}
-	return w.done, rawErr, errno
-}
-
-// writeLoop sends one datagram per system call through the standard library.
-func (s *sysConn) writeLoop(bufs [][]byte, to netip.AddrPort) (int, error) {
-	for i, b := range bufs {
-		if _, err := s.uc.WriteToUDPAddrPort(b, to); err != nil {
-			return i, err
-		}
-	}
-	return len(bufs), nil
-}
-
-// putSegment writes a UDP_SEGMENT control message for seg-byte datagrams into w.oob.
-func (w *writer) putSegment(seg int) {
-	const hl = unix.SizeofCmsghdr // cmsg_len (size_t), cmsg_level (int), cmsg_type (int)
-	b := w.oob[:]
-	if hl == 16 {
-		binary.NativeEndian.PutUint64(b, uint64(unix.CmsgLen(2)))
-	} else {
-		binary.NativeEndian.PutUint32(b, uint32(unix.CmsgLen(2)))
-	}
-	binary.NativeEndian.PutUint32(b[hl-8:], unix.IPPROTO_UDP)
-	binary.NativeEndian.PutUint32(b[hl-4:], unix.UDP_SEGMENT)
-	binary.NativeEndian.PutUint16(b[unix.CmsgLen(0):], uint16(seg))
 }
 
 // gsoRun returns how many datagrams from bufs[0] on can go as one GSO send (k ≥ 2 when worth
@@ -222,13 +136,4 @@ func gsoRun(bufs [][]byte) (k, seg, total int) {
 		}
 	}
 	return k, seg, total
-}
-
-// gsoPair reports whether a GSO run of at least two datagrams starts at bufs[0].
-func gsoPair(bufs [][]byte) bool {
-	if len(bufs) < 2 {
-		return false
-	}
-	k, _, _ := gsoRun(bufs[:2])
-	return k == 2
 }

@@ -1,0 +1,107 @@
+package conn
+
+import (
+	"errors"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// closedUDPPort returns a loopback address where nothing listens.
+func closedUDPPort(t *testing.T, network, loop string) string {
+	t.Helper()
+	pc, err := net.ListenPacket(network, net.JoinHostPort(loop, "0"))
+	if err != nil {
+		t.Skipf("%s loopback unavailable: %v", network, err)
+	}
+	addr := pc.LocalAddr().String()
+	pc.Close()
+	return addr
+}
+
+// TestDialRefused: a Dial to a loopback port where nothing listens fails at once (the host's
+// ICMP port unreachable, not the 3 s handshake timeout) with an error matching
+// syscall.ECONNREFUSED inside a *net.OpError, from its own socket and from a Listener's.
+func TestDialRefused(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ICMP error reports are read on Linux only")
+	}
+	for _, fam := range []struct{ network, loop string }{{"udp4", "127.0.0.1"}, {"udp6", "::1"}} {
+		t.Run(fam.network, func(t *testing.T) {
+			addr := closedUDPPort(t, fam.network, fam.loop)
+			check := func(t *testing.T, c *Conn, err error, took time.Duration) {
+				t.Helper()
+				if c != nil {
+					c.Close()
+				}
+				var oe *net.OpError
+				if !errors.As(err, &oe) || oe.Op != "dial" || !errors.Is(err, syscall.ECONNREFUSED) {
+					t.Fatalf("Dial to a closed port: %v (%T), want a *net.OpError matching ECONNREFUSED", err, err)
+				}
+				// Far below the handshake timeout (3 s) and its first re-send (250 ms): the
+				// first request's ICMP answer ended it.
+				if took >= handshakeInterval {
+					t.Fatalf("Dial took %v to fail, want before the first re-send (%v)", took, handshakeInterval)
+				}
+				t.Logf("refused after %v: %v", took, err)
+			}
+			t0 := time.Now()
+			c, err := Dial(fam.network, addr, nil)
+			check(t, c, err, time.Since(t0))
+
+			ln, err := Listen(fam.network, net.JoinHostPort(fam.loop, "0"), &Config{Pacer: "gotimer"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ln.Close()
+			t0 = time.Now()
+			c, err = ln.DialContext(t.Context(), fam.network, addr)
+			check(t, c, err, time.Since(t0))
+		})
+	}
+}
+
+// TestPeerSocketGone: when the peer's socket disappears without a Shutdown, its host answers our
+// keep-alives with port unreachable, and the connection breaks after the shortened wait (about
+// 2 s) with an error matching ECONNREFUSED and ErrPeerIdle, not after its 30 s IdleTimeout.
+func TestPeerSocketGone(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ICMP error reports are read on Linux only")
+	}
+	if testing.Short() {
+		t.Skip("waits about 2 s of real time")
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &Config{Pacer: "gotimer", IdleTimeout: 30 * time.Second}
+	ln, err := NewListener(pc, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, _ := ln.Accept()
+		accepted <- c
+	}()
+	c, err := Dial("udp4", pc.LocalAddr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if s := <-accepted; s != nil {
+		defer s.Close()
+	}
+	pc.Close() // the peer's socket is gone: no Shutdown, and its port now answers ICMP
+	t0 := time.Now()
+	c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, err = c.Read(make([]byte, 10))
+	if !errors.Is(err, syscall.ECONNREFUSED) || !errors.Is(err, ErrPeerIdle) {
+		t.Fatalf("Read = %v, want the shortened dead-peer error (ECONNREFUSED, ErrPeerIdle)", err)
+	}
+	t.Logf("broke after %v: %v", time.Since(t0), err)
+}

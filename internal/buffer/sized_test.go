@@ -1,0 +1,250 @@
+package buffer
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Packets cut at a smaller size, a size change in the middle, and Grow: the stream of payloads
+// handed out is the bytes written, in order, each packet at most PayloadSize long.
+func TestPacketSizeAndGrow(t *testing.T) {
+	const payload = 1456
+	b := NewSendBuffer(100*payload, payload, seqno.Seq(5))
+	b.SetPacketSize(1172)
+	if b.PacketSize() != 1172 || b.Free() != 100*1172 {
+		t.Fatalf("PacketSize %d, Free %d", b.PacketSize(), b.Free())
+	}
+	src := make([]byte, 60_000)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	if n := b.Write(src[:30_000]); n != 30_000 {
+		t.Fatalf("Write = %d", n)
+	}
+	var got []byte
+	var lens []int
+	take := func() {
+		_, p, _, ok := b.Next()
+		if !ok {
+			t.Fatal("Next: nothing unsent")
+		}
+		got = append(got, p...)
+		lens = append(lens, len(p))
+	}
+	take()
+	if lens[0] != 1172 {
+		t.Fatalf("first packet %d bytes, want 1172", lens[0])
+	}
+	if !b.Grow(1400) || b.NextLen() != 1400 {
+		t.Fatalf("Grow(1400): next is %d bytes", b.NextLen())
+	}
+	take()
+	if b.NextLen() != 1172-(1400-1172) {
+		t.Fatalf("packet after the grown one: %d bytes, want %d", b.NextLen(), 1172-(1400-1172))
+	}
+	b.SetPacketSize(payload)
+	if n := b.Write(src[30_000:]); n != 30_000 {
+		t.Fatalf("second Write = %d", n)
+	}
+	if b.Grow(payload + 1) {
+		t.Fatal("Grow beyond PayloadSize succeeded")
+	}
+	for b.Unsent() > 0 {
+		take()
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("payload stream differs from what was written")
+	}
+	for i, l := range lens {
+		if l < 1 || l > payload {
+			t.Fatalf("packet %d has %d bytes", i, l)
+		}
+	}
+	// The last full packets of the first Write were cut at 1172, those of the second at 1456.
+	if lens[len(lens)-2] != payload {
+		t.Fatalf("packets after SetPacketSize(%d): %v", payload, lens[len(lens)-4:])
+	}
+	if b.Grow(100) {
+		t.Fatal("Grow with nothing unsent succeeded")
+	}
+	if _, err := b.Ack(b.NextSeq()); err != nil || b.Buffered() != 0 {
+		t.Fatalf("Ack all: %v, %d bytes left", err, b.Buffered())
+	}
+}
+
+// Grow never empties the packet it takes from, and leaves everything as it was when it fails.
+func TestGrowLimits(t *testing.T) {
+	b := NewSendBuffer(10*1000, 1000, 0)
+	b.SetPacketSize(600)
+	b.Write(make([]byte, 600+100)) // two packets: 600 and 100
+	if b.Grow(700) {
+		t.Fatal("Grow took the whole next packet")
+	}
+	if b.NextLen() != 600 {
+		t.Fatalf("failed Grow changed the packet: %d", b.NextLen())
+	}
+	if !b.Grow(699) || b.NextLen() != 699 {
+		t.Fatalf("Grow(699): %d", b.NextLen())
+	}
+	b.Next()
+	if b.NextLen() != 1 || b.Grow(2) {
+		t.Fatalf("remainder %d bytes; Grow of the last packet must fail", b.NextLen())
+	}
+}
+
+// A sized buffer holds its capacity in bytes at every packet size down to its minimum.
+func TestSendBufferSized(t *testing.T) {
+	const capacity, payload, minPayload = 100 * 1456, 1456, 1184
+	for _, size := range []int{payload, minPayload, 1300} {
+		b := NewSendBufferSized(capacity, payload, minPayload, 0)
+		b.SetPacketSize(size)
+		if f := b.Free(); f != capacity {
+			t.Fatalf("size %d: Free %d, want %d", size, f, capacity)
+		}
+		if n := b.Write(make([]byte, 2*capacity)); n != capacity || b.Free() != 0 || b.Write([]byte{1}) != 0 {
+			t.Fatalf("size %d: Write took %d of %d, Free %d", size, n, capacity, b.Free())
+		}
+		if want := (capacity + size - 1) / size; b.Unsent() != want {
+			t.Fatalf("size %d: %d packets, want %d", size, b.Unsent(), want)
+		}
+	}
+}
+
+// Recut after the packet size grew: the unsent packets are cut again at the new size, the sent
+// ones stay, the stream is unchanged and the freed slots are usable again.
+func TestRecut(t *testing.T) {
+	const payload = 1456
+	b := NewSendBufferSized(200*payload, payload, 1184, 0)
+	b.SetPacketSize(1184)
+	src := make([]byte, 150_000)
+	for i := range src {
+		src[i] = byte(i*13 + i>>8)
+	}
+	b.Write(src)
+	var got []byte
+	for range 3 {
+		_, p, _, _ := b.Next()
+		got = append(got, p...)
+	}
+	before := b.Unsent()
+	b.SetPacketSize(payload)
+	saved := b.Recut()
+	_ = saved
+	saved = -saved
+	if want := before - (150_000-3*1184+payload-1)/payload; saved != want || b.Unsent() != before-saved {
+		t.Fatalf("Recut saved %d packets (%d unsent now), want %d", saved, b.Unsent(), want)
+	}
+	if b.Recut() != 0 {
+		t.Fatal("a second Recut changed something")
+	}
+	for b.Unsent() > 0 {
+		_, p, _, _ := b.Next()
+		if b.Unsent() > 0 && len(p) != payload {
+			t.Fatalf("recut packet of %d bytes", len(p))
+		}
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream changed by Recut")
+	}
+	if _, err := b.Ack(b.NextSeq()); err != nil || b.Memory() > PageSize || b.Buffered() != 0 {
+		t.Fatalf("after acking all: %v, %d bytes of pages, %d buffered", err, b.Memory(), b.Buffered())
+	}
+	if n := b.Write(src); n != len(src) {
+		t.Fatalf("Write after Recut took %d", n)
+	}
+}
+
+// Recut after the size fell: the unsent packets are cut smaller (new slots taken), the stream is
+// unchanged, and a buffer without free slots for that leaves them as they are.
+func TestRecutShrink(t *testing.T) {
+	const payload = 1456
+	b := NewSendBufferSized(100*payload, payload, 1184, 0)
+	src := make([]byte, 50*payload+77)
+	for i := range src {
+		src[i] = byte(i*7 + i>>9)
+	}
+	b.Write(src)
+	var got []byte
+	_, p, _, _ := b.Next()
+	got = append(got, p...)
+	before := b.Unsent()
+	b.SetPacketSize(1184)
+	added := b.Recut()
+	if want := (len(src)-payload+1183)/1184 - before; added != want || b.Unsent() != before+added {
+		t.Fatalf("Recut added %d packets, want %d", added, want)
+	}
+	for b.Unsent() > 0 {
+		_, p, _, _ := b.Next()
+		if b.Unsent() > 0 && len(p) != 1184 {
+			t.Fatalf("recut packet of %d bytes", len(p))
+		}
+		got = append(got, p...)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("stream changed by Recut")
+	}
+	// A plain buffer (slots for full packets only) that is full cannot cut smaller.
+	f := NewSendBuffer(10*payload, payload, 0)
+	f.Write(make([]byte, 10*payload))
+	f.SetPacketSize(1000)
+	if f.Recut() != 0 || f.Unsent() != 10 {
+		t.Fatalf("full buffer recut to %d packets", f.Unsent())
+	}
+}
+
+// FuzzRecut: whatever the packet lengths and the new size, Recut keeps the byte stream and cuts
+// the unsent packets at the size when it changes anything.
+func FuzzRecut(f *testing.F) {
+	f.Add([]byte{10, 10, 10, 3}, uint8(15), uint8(2))
+	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1))
+	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0))
+	f.Fuzz(func(t *testing.T, lens []byte, size, sent uint8) {
+		const payload = 40
+		if len(lens) > 60 || size == 0 || size > payload {
+			return
+		}
+		// Packets of mixed lengths: each Write at its own packet size (it tops up the last
+		// unsent packet first, so lengths mix further).
+		b := NewSendBufferSized(64*payload, payload, 1, 0)
+		var src []byte
+		for _, l := range lens {
+			l = l%payload + 1
+			b.SetPacketSize(int(l))
+			chunk := make([]byte, l)
+			for i := range chunk {
+				chunk[i] = byte(len(src)*7 + i)
+			}
+			n := b.Write(chunk)
+			src = append(src, chunk[:n]...)
+		}
+		var got []byte
+		for range int(sent) % (b.Unsent() + 1) {
+			_, p, _, _ := b.Next()
+			got = append(got, p...)
+		}
+		b.SetPacketSize(int(size))
+		unsent := len(src) - len(got)
+		fits := (unsent+int(size)-1)/int(size) <= b.n-b.sent
+		b.Recut()
+		if fits { // then every unsent packet but the last is cut at the size
+			for k := 0; k < b.Unsent()-1; k++ {
+				if l := b.st.length(b.slot(b.sent + k)); l != int(size) {
+					t.Fatalf("recut packet %d of %d bytes, want %d", k, l, size)
+				}
+			}
+		}
+		for b.Unsent() > 0 {
+			_, p, _, _ := b.Next()
+			if len(p) == 0 || len(p) > payload {
+				t.Fatalf("packet of %d bytes", len(p))
+			}
+			got = append(got, p...)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("stream changed: %d bytes, want %d", len(got), len(src))
+		}
+	})
+}

@@ -1,0 +1,113 @@
+package stream
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+)
+
+// Packet sizes of these tests: MSS 1500 (packets of up to 1472 bytes), base 1200.
+var pmtuOn = PathMTUConfig{Discover: true, Base: 1200, Max: 1472}
+
+// checkSize asserts that endpoint 0 settled within searchStep below the path's limit and never
+// sent a Don't-Fragment datagram above it.
+func checkSize(t *testing.T, l *link, limit int) {
+	t.Helper()
+	st := l.ep[0].Stats()
+	if st.PacketSize > limit || st.PacketSize <= limit-searchStep {
+		t.Fatalf("packet size %d, want in (%d, %d]", st.PacketSize, limit-searchStep, limit)
+	}
+	t.Logf("size %d (limit %d): %d probes, %d lost, %d changes, %d black holes; %d datagrams dropped for size, %d fragmentable",
+		st.PacketSize, limit, st.PMTUProbes, st.PMTUProbeLosses, st.PathMTUChanges, st.PMTUBlackHoles, l.mtuDrops[0], l.frags[0])
+}
+
+// Discovery on a path of 1400-byte IP packets without ICMP (a black hole above 1372 bytes of
+// UDP payload): the search settles within 20 bytes below the limit within 5 s, every byte
+// arrives, and the only datagrams above the limit are probes and their fragmentable resends.
+func TestPMTUDiscoveryBlackHole(t *testing.T) {
+	for _, limit := range []int{1372, 1252, 1472} {
+		l := newLink(11, linkRules{delay: 10 * time.Millisecond, rate: 12_500_000, queue: 400, mtu: limit},
+			linkRules{delay: 10 * time.Millisecond})
+		newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, pmtu: pmtuOn, ccA: congestion.NewFixed(80e6)})
+		var settled time.Time
+		start := l.now
+		l.inject = func(i int, now time.Time) {
+			if i == 0 && settled.IsZero() && l.ep[0].pmtu.done {
+				settled = now
+			}
+		}
+		transfer(t, l, 20<<20, false, 2*time.Minute)
+		checkSize(t, l, limit)
+		if settled.IsZero() || settled.Sub(start) > 5*time.Second {
+			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled.Sub(start))
+		}
+		if st := l.ep[0].Stats(); int(st.PMTUProbeLosses) != l.mtuDrops[0] {
+			t.Fatalf("limit %d: %d datagrams dropped for size, but %d probes lost", limit, l.mtuDrops[0], st.PMTUProbeLosses)
+		}
+		t.Logf("limit %d: settled after %v", limit, settled.Sub(start))
+	}
+}
+
+// The path's MTU falls from 1500 to 1280 in the middle of a transfer, silently (a black hole)
+// or with the kernel told (ICMP): every byte still arrives, the size falls to at most 1252, and
+// the packets cut before the drop leave with fragmentation allowed.
+func TestPMTUDropMidTransfer(t *testing.T) {
+	for _, icmp := range []bool{false, true} {
+		l := newLink(12, linkRules{delay: 10 * time.Millisecond, rate: 12_500_000, queue: 400},
+			linkRules{delay: 10 * time.Millisecond})
+		newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, pmtu: pmtuOn, ccA: congestion.NewFixed(80e6)})
+		start := l.now
+		var dropped time.Time
+		l.inject = func(i int, now time.Time) {
+			if dropped.IsZero() && now.Sub(start) > 3*time.Second {
+				if got := l.ep[0].PacketSize(); got != 1472 {
+					t.Fatalf("before the drop: packet size %d, want 1472", got)
+				}
+				l.rules[0].mtu, l.rules[0].icmp = 1252, icmp
+				dropped = now
+			}
+		}
+		transfer(t, l, 40<<20, false, 5*time.Minute)
+		if dropped.IsZero() {
+			t.Fatal("the transfer ended before the drop")
+		}
+		checkSize(t, l, 1252)
+		st := l.ep[0].Stats()
+		if icmp && st.PMTUBlackHoles != 0 {
+			t.Errorf("with ICMP: %d black-hole fallbacks, want 0", st.PMTUBlackHoles)
+		}
+		if !icmp && st.PMTUBlackHoles == 0 {
+			t.Errorf("without ICMP: no black-hole fallback")
+		}
+		if l.frags[0] == 0 {
+			t.Errorf("no packet was sent fragmentable after the drop")
+		}
+	}
+}
+
+// Without discovery the base size is used throughout; without a base, MSS−28.
+func TestPMTUOff(t *testing.T) {
+	l := newLink(13, linkRules{delay: time.Millisecond, mtu: 1200}, linkRules{delay: time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, pmtu: PathMTUConfig{Base: 1200}})
+	transfer(t, l, 2<<20, true, time.Minute)
+	if st := l.ep[0].Stats(); st.PacketSize != 1200 || st.PMTUProbes != 0 || st.PathMTUChanges != 0 || l.mtuDrops[0] != 0 {
+		t.Fatalf("fixed base: %+v, %d dropped for size", st, l.mtuDrops[0])
+	}
+	l = newLink(13, linkRules{delay: time.Millisecond}, linkRules{delay: time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500})
+	if got := l.ep[0].PacketSize(); got != 1472 {
+		t.Fatalf("no PathMTU config: packet size %d, want 1472", got)
+	}
+}
+
+// pmtuInvariants checks the search state: base ≤ size ≤ hi ≤ max, a probe above the size.
+func (e *Endpoint) pmtuInvariants() error {
+	p := &e.pmtu
+	if p.size < minPacket || p.size > p.max || p.base > p.max || (p.on && p.size < min(p.base, p.hi)) ||
+		p.hi > p.max || (p.probe != 0 && (p.probe <= p.size || p.probe > p.max)) || p.size > e.pktSize {
+		return fmt.Errorf("path MTU state %+v (packet %d)", *p, e.pktSize)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package udpio
+
+import (
+	"encoding/binary"
+	"sync"
+	"syscall"
+
+	"golang.org/x/net/ipv4"
+	"golang.org/x/sys/unix"
+)
+
+// reportOOBSize is the control room for one error-queue entry: a cmsghdr, struct
+// sock_extended_err (16 bytes) and the offender's sockaddr (up to 28 bytes), with room to spare.
+const reportOOBSize = 128
+
+// sizeofExtendedErr is the size of struct sock_extended_err.
+const sizeofExtendedErr = 16
+
+// errQueue is the scratch of error-queue reads, shared by all callers under its lock.
+type errQueue struct {
+	mu   sync.Mutex
+	ms   [1]ipv4.Message
+	buf  [1][]byte
+	head [ReportHead]byte
+	oob  [reportOOBSize]byte
+}
+
+func (s *sysConn) enableReports() bool {
+	var e4, e6 error
+	cerr := s.rc.Control(func(fd uintptr) {
+		// IP_RECVERR also covers the IPv4 peers of a dual-stack socket.
+		e4 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVERR, 1)
+		if s.family == unix.AF_INET6 {
+			e6 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVERR, 1)
+		}
+	})
+	ok := cerr == nil && e4 == nil && e6 == nil
+	s.reports.Store(ok)
+	return ok
+}
+
+// readReports drains the socket's error queue (recvmsg with MSG_ERRQUEUE, never blocking).
+func (s *sysConn) readReports(rs []Report) int {
+	if !s.reports.Load() {
+		return 0
+	}
+	q := &s.errq
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for n < len(rs) {
+		m := &q.ms[0]
+		q.buf[0] = q.head[:]
+		m.Buffers, m.OOB, m.Addr = q.buf[:], q.oob[:], nil
+		k, err := s.x.ReadBatch(q.ms[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		if err != nil || k != 1 {
+			break // EAGAIN: the queue is empty
+		}
+		r := &rs[n]
+		if errno, mtu, local, ok := parseExtendedErr(q.oob[:min(m.NN, reportOOBSize)]); ok {
+			r.To, r.Errno, r.MTU, r.Local = addrPortOfUDP(m.Addr), errno, mtu, local
+			r.HeadLen = copy(r.Head[:], q.head[:min(m.N, ReportHead)])
+			n++
+		}
+		m.Addr = nil
+	}
+	return n
+}
+
+// parseExtendedErr decodes the IP_RECVERR or IPV6_RECVERR control message of an error-queue
+// entry (struct sock_extended_err, linux/errqueue.h): the error, the MTU an EMSGSIZE names, and
+// whether this host raised it. ok is false without such a message or for origins other than
+// ICMP, ICMPv6 and the local stack (timestamping and zero-copy notices use the queue too).
+func parseExtendedErr(oob []byte) (errno syscall.Errno, mtu int, local, ok bool) {
+	const hl = unix.SizeofCmsghdr
+	for len(oob) >= hl {
+		var l uint64
+		if hl == 16 {
+			l = binary.NativeEndian.Uint64(oob)
+		} else {
+			l = uint64(binary.NativeEndian.Uint32(oob))
+		}
+		if l < hl || l > uint64(len(oob)) {
+			return 0, 0, false, false
+		}
+		level := int32(binary.NativeEndian.Uint32(oob[hl-8:]))
+		typ := int32(binary.NativeEndian.Uint32(oob[hl-4:]))
+		data := oob[unix.CmsgLen(0):l]
+		if (level == unix.IPPROTO_IP && typ == unix.IP_RECVERR ||
+			level == unix.IPPROTO_IPV6 && typ == unix.IPV6_RECVERR) && len(data) >= sizeofExtendedErr {
+			// ee_errno u32, ee_origin u8, ee_type u8, ee_code u8, ee_pad u8, ee_info u32, ee_data u32.
+			errno = syscall.Errno(binary.NativeEndian.Uint32(data))
+			origin := data[4]
+			info := binary.NativeEndian.Uint32(data[8:])
+			switch origin {
+			case unix.SO_EE_ORIGIN_LOCAL, unix.SO_EE_ORIGIN_ICMP, unix.SO_EE_ORIGIN_ICMP6:
+			default:
+				return 0, 0, false, false
+			}
+			if errno == 0 || errno > 4095 {
+				return 0, 0, false, false
+			}
+			if errno == unix.EMSGSIZE && info <= 65535 {
+				mtu = int(info)
+			}
+			return errno, mtu, origin == unix.SO_EE_ORIGIN_LOCAL, true
+		}
+		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
+		if next >= len(oob) {
+			break
+		}
+		oob = oob[next:]
+	}
+	return 0, 0, false, false
+}
