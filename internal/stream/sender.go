@@ -68,7 +68,7 @@ func (e *Endpoint) noteAppLimited() {
 // deliveryDone ends a delivery-accounting event and tells a delivery-based controller about it.
 func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
 	e.dlv.imply(t, e.rtt.RTT())
-	s, ok := e.dlv.sample(t, e.start, e.pktSize)
+	s, ok := e.dlv.sample(t, e.start, e.pmtu.size) // the size packets are cut at now (pmtud.go)
 	if ok && e.dcc != nil {
 		e.traceDelivery(&s)
 		e.dcc.OnDelivery(now, s)
