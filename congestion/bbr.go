@@ -111,6 +111,10 @@ type BBR struct {
 	probeRTTRoundDone bool
 	idleRestart       bool
 
+	// Undo (RFC 3522, Linux's tcp_try_undo_recovery): a loss response is taken back once every
+	// loss since it has proven spurious (reordering, not loss).
+	undo undoState
+
 	// ACK aggregation (draft §4.5.4): UDT acknowledges every 10 ms (SYN) and every 64 packets.
 	extraAcked      [bbrExtraAckedRounds]float64
 	extraAckedRound uint64
@@ -292,6 +296,7 @@ func (b *BBR) OnDelivery(now time.Time, d Delivery) {
 	b.delivered, b.inflight = d.TotalDelivered, d.InFlight
 	b.cwndLimited = d.CwndLimited
 	rate := b.sampleRate(d)
+	b.undo.observe(b, d)
 	if b.inRTO && d.NewlyDelivered > 0 {
 		b.inRTO = false
 		b.cwnd = max(b.cwnd, b.priorCwnd) // BBRRestoreCwnd
@@ -501,4 +506,54 @@ func (b *BBR) extraAckedMax() float64 {
 		m = max(m, v)
 	}
 	return m
+}
+
+// undoState is what a loss response changed, kept until every loss since has proven spurious
+// (then restored) or bbrUndoRounds have passed.
+type undoState struct {
+	armed                  bool
+	round                  uint64
+	lost, spurious         int64 // bytes since armed
+	inflightHi, inflightLo float64
+	bwLo                   float64
+	startup                bool // the response ended Startup
+}
+
+// bbrUndoRounds bounds how long a loss response may be undone: a spurious retransmission shows
+// within a round trip of the resend, so four rounds cover a resend waiting for its timer.
+const bbrUndoRounds = 4
+
+// arm saves the state before a loss response (the first one of an episode) to the losses of
+// event d.
+func (u *undoState) arm(b *BBR, d Delivery) {
+	if u.armed {
+		return
+	}
+	*u = undoState{armed: true, round: b.roundCount, inflightHi: b.inflightHi, inflightLo: b.inflightLo,
+		bwLo: b.bwLo, startup: b.state == bbrStartup, lost: max(d.NewlyLost, 0)}
+}
+
+// observe counts the event's losses and spurious losses and undoes the response once all of the
+// episode's losses were spurious.
+func (u *undoState) observe(b *BBR, d Delivery) {
+	if !u.armed {
+		return
+	}
+	u.lost += max(d.NewlyLost, 0)
+	u.spurious += max(d.Spurious, 0)
+	if u.spurious > 0 && u.spurious >= u.lost {
+		b.inflightHi = max(b.inflightHi, u.inflightHi)
+		b.inflightLo = max(b.inflightLo, u.inflightLo)
+		b.bwLo = max(b.bwLo, u.bwLo)
+		if u.startup && b.state != bbrStartup && b.state != bbrProbeRTT {
+			b.filledPipe = false
+			b.resetFullBw()
+			b.enterStartup()
+		}
+		u.armed = false
+		return
+	}
+	if b.roundCount-u.round > bbrUndoRounds {
+		u.armed = false
+	}
 }

@@ -100,6 +100,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	if b.state == bbrStartup && !b.filledPipe && b.inflightTooHigh(now, d) {
 		// Linux BBRv3's per-ACK check in Startup: a shallow buffer overflows long before the
 		// bandwidth plateau shows.
+		b.undo.arm(b, d)
 		b.filledPipe = true
 		b.inflightHi = max(float64(d.TxInFlight), float64(d.LostTxInFlight), bbrBeta*b.targetInflight())
 	}
@@ -122,6 +123,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	b.roundLost, b.roundLostSteady, b.roundOK, b.roundSent, b.roundSentSteady = 0, 0, 0, 0, 0
 	if b.state == bbrStartup {
 		if b.background.excess(now, all, sent, b.pkt) {
+			b.undo.arm(b, d)
 			b.filledPipe = true
 			b.inflightHi = max(b.bdp(b.maxBandwidth(), 1), b.inflightLatest)
 		} else {
@@ -137,6 +139,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 		return
 	}
 	// BBRInitLowerBounds and BBRLossLowerBounds.
+	b.undo.arm(b, d)
 	if math.IsInf(b.bwLo, 1) {
 		b.bwLo = b.maxBandwidth()
 	}
@@ -202,6 +205,7 @@ func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
 		}
 	}
 	if b.bwProbeSamples && b.inflightTooHigh(now, d) {
+		b.undo.arm(b, d)
 		b.bwProbeSamples = false
 		if !d.AppLimited {
 			b.inflightHi = max(float64(d.TxInFlight), b.probeLostTx, bbrBeta*b.targetInflight())

@@ -62,6 +62,10 @@ type Delivery struct {
 	// InFlight is the bytes in flight after this event (sent, and neither delivered nor declared
 	// lost; retransmissions count again once sent), PriorInFlight before it.
 	InFlight, PriorInFlight int64
+	// Spurious is the bytes of packets declared lost before that this event showed were not: an
+	// ACK covered them before their resend left, or sooner after it than a round trip (RFC 8985's
+	// spurious-retransmission test). A controller may undo what those losses made it do (RFC 3522).
+	Spurious int64
 	// CwndLimited reports that the congestion window held the sender back since the previous
 	// event (the draft-ietf-ccwg-bbr-01 is_cwnd_limited).
 	CwndLimited bool

@@ -29,14 +29,15 @@ import (
 
 // Packet record flags.
 const (
-	pktInFlight   uint8 = 1 << iota // counted in the bytes in flight
-	pktAppLimited                   // sent while application-limited (the draft's P.is_app_limited)
-	pktRetrans                      // transmitted more than once: its send time is ambiguous
-	pktDelivered                    // delivered by a NAK read as SACK (cumulative ACKs pop records)
-	pktLost                         // declared lost and not retransmitted since
-	pktEverLost                     // declared lost at least once: only a cumulative ACK delivers it
-	pktLate                         // acknowledged late: its ACK does not date its delivery (onCumAck)
-	pktImplied                      // out of the flight: silence implies it arrived (see imply)
+	pktInFlight   uint16 = 1 << iota // counted in the bytes in flight
+	pktAppLimited                    // sent while application-limited (the draft's P.is_app_limited)
+	pktRetrans                       // transmitted more than once: its send time is ambiguous
+	pktDelivered                     // delivered by a NAK read as SACK (cumulative ACKs pop records)
+	pktLost                          // declared lost and not retransmitted since
+	pktEverLost                      // declared lost at least once: only a cumulative ACK delivers it
+	pktLate                          // acknowledged late: its ACK does not date its delivery (onCumAck)
+	pktImplied                       // out of the flight: silence implies it arrived (see imply)
+	pktSpurious                      // declared lost, then shown not to be (spurious)
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -50,7 +51,7 @@ type pktRecord struct {
 	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
 	event       uint64        // the delivery events counted when it was sent (see spans)
 	size        int32         // datagram bytes
-	flags       uint8
+	flags       uint16
 }
 
 // deliveryTracker holds a record for every packet sent and not cumulatively acknowledged, in a
@@ -136,6 +137,7 @@ type deliveryEvent struct {
 	newlyLost      int64
 	lostSentLast   time.Duration // latest departure among the newly lost packets
 	lostTx         int64         // largest txInFlight among them
+	newlySpurious  int64         // bytes declared lost that this event showed were not
 	// The reference packet: the newly delivered one with the largest P.delivered (the draft's
 	// most recently sent).
 	hasRef         bool
@@ -145,7 +147,7 @@ type deliveryEvent struct {
 	refFirst       time.Duration
 	refLost        int64
 	refTxInFlight  int64
-	refFlags       uint8
+	refFlags       uint16
 	refEvent       uint64
 	minSent        time.Duration // send-time span of the newly delivered packets
 	maxSent        time.Duration
@@ -305,6 +307,22 @@ func (d *deliveryTracker) implyAt(k int) {
 	p.flags = p.flags&^pktInFlight | pktImplied
 	d.inflight -= int64(p.size)
 	d.inflightPkts--
+}
+
+// spurious notes that seq, declared lost, was not: an ACK covered it before its resend left, or
+// sooner after the resend than the resend could have arrived (reorder.go). The event reports the
+// bytes (Delivery.Spurious) so a controller can undo what the loss made it do, and C.lost no
+// longer counts them (later samples' LostSinceSent see the net loss).
+func (d *deliveryTracker) spurious(seq seqno.Seq) {
+	k := seqno.Offset(d.base, seq)
+	if k < 0 || k >= d.n {
+		return
+	}
+	if p := d.at(k); p.flags&pktEverLost != 0 && p.flags&pktSpurious == 0 {
+		p.flags |= pktSpurious
+		d.ev.newlySpurious += int64(p.size)
+		d.lost -= int64(p.size) // C.lost counts losses, not mistaken declarations
+	}
 }
 
 // begin starts accumulating an ACK or NAK event.
@@ -479,7 +497,7 @@ func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq
 // changed nothing a controller needs to hear of.
 func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) (s congestion.Delivery, ok bool) {
 	ev := &d.ev
-	if ev.newlyDelivered == 0 && ev.newlyLost == 0 && ev.priorInFlight == d.inflight {
+	if ev.newlyDelivered == 0 && ev.newlyLost == 0 && ev.newlySpurious == 0 && ev.priorInFlight == d.inflight {
 		return s, false
 	}
 	if d.appLimited != 0 && d.delivered > d.appLimited {
@@ -489,7 +507,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		NewlyDelivered: ev.newlyDelivered, NewlyLost: ev.newlyLost,
 		TotalDelivered: d.delivered, TotalLost: d.lost,
 		InFlight: d.inflight, PriorInFlight: ev.priorInFlight,
-		PacketSize: pktSize, CwndLimited: d.cwndLimited,
+		PacketSize: pktSize, CwndLimited: d.cwndLimited, Spurious: ev.newlySpurious,
 	}
 	d.cwndLimited = false
 	if ev.hasRTT {

@@ -428,6 +428,7 @@ func (e *Endpoint) ackSent(t time.Duration, ack seqno.Seq) {
 		e.sloss.PopFront()
 		if rec := e.sent.at(s); rec != nil && rec.flags&(sentRetrans|queuedByTime) == 0 {
 			e.stats.LossUnsent++
+			e.dlv.spurious(s)
 			if rec.flags&queuedAfterWait == 0 {
 				e.sro.win.observe(t - e.lossDeadline(rec.last, 0))
 			}
@@ -443,11 +444,12 @@ func (e *Endpoint) ackSent(t time.Duration, ack seqno.Seq) {
 		e.sent.ack(ack, nil)
 		return
 	}
-	e.sent.ack(ack, func(_ seqno.Seq, r *sentRec) {
+	e.sent.ack(ack, func(s seqno.Seq, r *sentRec) {
 		if r.flags&sentRetrans == 0 || t-r.last >= minRTT/2 {
 			return
 		}
 		e.stats.PktSpurious++
+		e.dlv.spurious(s)
 		if r.flags&(sentByTimer|sentAfterWait) == 0 {
 			e.sro.win.observe(t - r.prev - minRTT)
 		}
