@@ -86,6 +86,7 @@ type BBR struct {
 	prevSentSteady     float64
 	steadySince        time.Time // when the flow last settled into CRUISE or ProbeRTT (zero: never)
 	background         lossWindow
+	roundMinRTT        time.Duration // the smallest RTT sample of the current loss round
 
 	// Startup (draft §4.3.1).
 	filledPipe   bool

@@ -104,6 +104,9 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 		b.filledPipe = true
 		b.inflightHi = max(float64(d.TxInFlight), float64(d.LostTxInFlight), bbrBeta*b.targetInflight())
 	}
+	if d.RTT > 0 && (b.roundMinRTT == 0 || d.RTT < b.roundMinRTT) {
+		b.roundMinRTT = d.RTT
+	}
 	lost := float64(d.NewlyLost)
 	b.probeLostTx = max(b.probeLostTx, float64(d.LostTxInFlight))
 	b.roundLost += lost
@@ -121,18 +124,26 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	sent, sentSteady := max(b.prevSent, all), max(b.prevSentSteady, steady)
 	b.prevSent, b.prevSentSteady = b.roundSent, b.roundSentSteady
 	b.roundLost, b.roundLostSteady, b.roundOK, b.roundSent, b.roundSentSteady = 0, 0, 0, 0, 0
+	// Only a round that saw the queue nearly empty teaches the background: its best RTT sample
+	// within BBR's own probing excess (0.25·min RTT, the 1.25 probe gain) plus 1 ms of timer
+	// granularity. A round that only saw a standing queue may have lost packets to its overflow
+	// (other flows filling it), and those must stay congestion, not become the background.
+	quiet := b.roundMinRTT > 0 && b.minRTT > 0 && b.roundMinRTT <= b.minRTT+b.minRTT/4+time.Millisecond
+	b.roundMinRTT = 0
 	if b.state == bbrStartup {
 		if b.background.excess(now, all, sent, b.pkt) {
 			b.undo.arm(b, d)
 			b.filledPipe = true
 			b.inflightHi = max(b.bdp(b.maxBandwidth(), 1), b.inflightLatest)
 		} else {
-			b.background.add(now, all, sent)
+			if quiet || b.minRTT <= 0 {
+				b.background.add(now, all, sent)
+			}
 		}
 		return
 	}
 	congested := b.background.excess(now, steady, sentSteady, b.pkt)
-	if !congested && (b.state == bbrProbeBWCruise || b.state == bbrProbeRTT) {
+	if !congested && quiet && (b.state == bbrProbeBWCruise || b.state == bbrProbeRTT) {
 		b.background.add(now, steady, sentSteady)
 	}
 	if !congested || b.state.probing() {
