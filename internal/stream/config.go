@@ -78,9 +78,6 @@ type Config struct {
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
 	StrictPacing bool
-	// Output sends one control packet now. It is called synchronously from within engine calls,
-	// must not call back into the Endpoint, and may use ctrl only during the call.
-	Output func(ctrl []byte)
 }
 
 func (c *Config) applyDefaults() {
@@ -109,9 +106,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxBandwidth < 0 {
 		c.MaxBandwidth = 0
-	}
-	if c.Output == nil {
-		c.Output = func([]byte) {}
 	}
 	if c.Controller == nil {
 		c.Controller = unlimited{}

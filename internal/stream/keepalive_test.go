@@ -100,8 +100,8 @@ func TestKeepAliveLongRTTNoStorm(t *testing.T) {
 // in three, so we send about one packet per keep-alive interval and our timer never fires.
 func TestKeepAliveUDT4Peer(t *testing.T) {
 	now := time.Unix(1000, 0)
-	var c capture
-	e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Output: c.output, Start: now}, now)
+	e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Start: now}, now)
+	c := capture{e}
 	ka := ctrlPkt(packet.TypeKeepAlive, 0, 5, 0)
 	wakes := 0
 	end := now.Add(60 * time.Second)

@@ -159,8 +159,20 @@ func (l *link) send(i int, b []byte) {
 	}
 }
 
-// output returns the Config.Output of endpoint i.
-func (l *link) output(i int) func([]byte) { return func(b []byte) { l.send(i, b) } }
+// flush puts the control packets endpoint i queued on the wire, as conn does after every call.
+func (l *link) flush(i int) {
+	e := l.ep[i]
+	if e == nil {
+		return
+	}
+	for {
+		b, ok := e.PopControl()
+		if !ok {
+			return
+		}
+		l.send(i, b)
+	}
+}
 
 // app is the application on top of one endpoint: it writes src and reads into dst.
 type app struct {
@@ -179,6 +191,8 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 		bufs[i] = make([]byte, max(l.ep[0].pktSize, l.ep[1].pktSize))
 	}
 	for step := 0; step < 50_000_000; step++ {
+		l.flush(0) // what direct calls between runs queued
+		l.flush(1)
 		// Application work.
 		for i, a := range apps {
 			e := l.ep[i]
@@ -194,6 +208,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			}
 			for e.CanRead() && !a.eof && a.readErr == nil {
 				n, err := e.Read(a.rbuf)
+				l.flush(i) // a window update
 				a.dst = append(a.dst, a.rbuf[:n]...)
 				if err != nil {
 					if err.Error() == "EOF" {
@@ -240,6 +255,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 				l.inQ[1-p.to]--
 			}
 			l.ep[p.to].HandlePacket(l.now, p.buf)
+			l.flush(p.to)
 			l.delivered[p.to] = l.now
 			l.pool = append(l.pool, p.buf)
 		}
@@ -248,6 +264,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			if d := l.timerAt(i); !d.IsZero() && !d.After(l.now) {
 				l.wakes[i]++
 				e.OnTimer(l.now)
+				l.flush(i)
 				l.armed[i] = e.NextTimer()
 			}
 			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {

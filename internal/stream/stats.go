@@ -28,6 +28,7 @@ type Stats struct {
 	Probes           uint64 // tail-loss probes (first timer expiry without ACK progress)
 	Timeouts         uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
 	EncodeErrors     uint64 // control packets our encoder refused (a bug if non-zero)
+	CtrlQueueDrops   uint64 // control packets dropped because the caller did not drain PopControl (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer

@@ -23,14 +23,17 @@ func (e *Endpoint) rtoInterval() time.Duration {
 }
 
 // OnTimer runs every timer that is due at now: dead-peer detection, the ACK timer, the periodic
-// NAK, the retransmission timeout and the keep-alive. Calling it early or late is harmless.
+// NAK, the retransmission timeout, the keep-alive and, while closing, the linger deadline and the
+// Shutdown re-sends. Calling it early or late is harmless.
 func (e *Endpoint) OnTimer(now time.Time) {
+	t := e.since(now)
 	if !e.active() {
+		e.closeTimer(t)
 		return
 	}
-	t := e.since(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
 		e.err = &PeerIdleError{Idle: idle}
+		e.settle(t)
 		return
 	}
 	e.checkACK(t, now)
@@ -43,6 +46,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.kaTimer = t
 		e.trim()
 	}
+	e.settle(t)
 }
 
 // Keep-alives (spec §2.2, §4.5; SRT's 1 s period, spec §9.5).
@@ -128,11 +132,11 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.rtoRepair, e.rtoRepairing = first.Inc(), true
 }
 
-// NextTimer returns when OnTimer should run next; zero means never (the connection is closed or
-// broken). An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
+// NextTimer returns when OnTimer should run next; zero means never (the connection is broken, or
+// closed and Done; a closing one also wakes at its linger deadline and to re-send Shutdown). An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
 func (e *Endpoint) NextTimer() time.Time {
 	if !e.active() {
-		return time.Time{}
+		return e.closeTimerAt()
 	}
 	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveDue())
 	if d, ok := e.ackDue(); ok {
@@ -144,7 +148,7 @@ func (e *Endpoint) NextTimer() time.Time {
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())
 	}
-	return e.at(next)
+	return e.at(e.lingerTimer(next))
 }
 
 // trim returns the buffers' spare pages to the shared pool when the connection has been idle for
