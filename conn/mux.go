@@ -39,8 +39,11 @@ type mux struct {
 	send      *pacer.Pacer // releases data packets at their departure times
 	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
-	// sendBufs are packet buffers used only by the data pacer goroutine.
+	// sendBufs are packet buffers used only by the data pacer goroutine; sendOut and timerOut
+	// are the outboxes of the data pacer and timer goroutines.
 	sendBufs [][]byte
+	sendOut  outbox
+	timerOut outbox
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn   // established connections by local socket ID
@@ -235,6 +238,7 @@ func (m *mux) readLoop(pktSize int) {
 	for i := range msgs {
 		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
 	}
+	var rs readScratch
 	failures := 0
 	for {
 		n, err := m.io.ReadBatch(msgs)
@@ -257,25 +261,51 @@ func (m *mux) readLoop(pktSize int) {
 			continue
 		}
 		failures = 0
-		for i := range msgs[:n] {
-			msg := &msgs[i]
-			if msg.Truncated {
-				m.drops.oversized.Add(1)
-				continue
+		m.dispatchBatch(msgs[:n], &rs)
+	}
+}
+
+// readScratch is the reader goroutine's per-read state.
+type readScratch struct {
+	owners [readBatch]*Conn // the established connection each datagram is for, if any
+	rest   [readBatch]bool  // the datagram is for the listener, a dialer or nobody
+	out    outbox           // what the batch's engine calls produced, sent after it
+}
+
+// dispatchBatch hands the datagrams of one read to their connections, dialers or listener (spec
+// §3.1): each connection's datagrams in one engine batch under one hold of its lock (in arrival
+// order), the rest one by one. The control packets the engines produce leave after the whole
+// batch, grouped by destination.
+func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
+	owners, rest := rs.owners[:len(msgs)], rs.rest[:len(msgs)]
+	m.mu.RLock()
+	for i := range msgs {
+		msg := &msgs[i]
+		owners[i], rest[i] = nil, false
+		switch {
+		case msg.Truncated:
+			m.drops.oversized.Add(1)
+		case msg.N < headerSize:
+			m.drops.short.Add(1)
+		default:
+			if dst := binary.BigEndian.Uint32(msg.Buf[12:16]); dst != 0 {
+				owners[i] = m.conns[dst]
 			}
-			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
-			// packet's arrival time, not the time this loop got to it: datagrams that queued in
-			// the socket while the reader was descheduled would look back to back and inflate
-			// both estimates. So use the kernel's receive stamp (udpio, SO_TIMESTAMPNS) where
-			// there is one; the segments of one GRO run share it, and internal/arrival treats
-			// such same-time arrivals as unknown spacing. Elsewhere the clock is read per packet.
-			now := msg.Time
-			if now.IsZero() {
-				now = time.Now()
-			}
-			m.dispatch(msg.Buf[:msg.N], msg.Addr, now)
+			rest[i] = owners[i] == nil
 		}
 	}
+	m.mu.RUnlock()
+	for i := range msgs {
+		switch {
+		case owners[i] != nil:
+			owners[i].handleBatch(msgs, owners, i, &rs.out)
+		case rest[i]:
+			msg := &msgs[i]
+			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), &rs.out)
+		}
+	}
+	rs.out.flush(m.io)
+	clear(owners)
 }
 
 // writeTo sends one datagram; a send error is not fatal (the packet counts as lost).
@@ -315,8 +345,9 @@ func (m *mux) fail(err error) {
 	}
 }
 
-// dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
-func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
+// dispatch hands one datagram to its connection, dialer or listener (spec §3.1); a connection's
+// control packets go into ob.
+func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, ob *outbox) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
 		return
@@ -341,7 +372,7 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	m.mu.RUnlock()
 	switch {
 	case c != nil:
-		c.handleDatagram(b, from, now)
+		c.handleDatagram(b, from, now, ob)
 	case d != nil:
 		d.handleDatagram(b, from)
 	default:

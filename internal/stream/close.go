@@ -143,3 +143,12 @@ func (e *Endpoint) Done() bool {
 
 // Unacknowledged returns the number of bytes written and not yet acknowledged by the peer.
 func (e *Endpoint) Unacknowledged() int { return e.snd.Buffered() }
+
+// Fail breaks the connection with err (conn's socket failed under it): nothing more is sent,
+// and Err returns err.
+func (e *Endpoint) Fail(err error) {
+	if e.err == nil && err != nil {
+		e.err = err
+	}
+	e.settle(e.lastRecv) // no clock here; the time matters only for a linger, which a break ends
+}
