@@ -79,8 +79,9 @@ type link struct {
 	wakes     [2]int                     // OnTimer calls per endpoint
 	delivered [2]time.Time               // last delivery to each endpoint
 	inject    func(i int, now time.Time) // called every step, may feed packets to ep[i]
-	// lazy arms timers as conn does: moved only earlier after engine calls, re-read when they
-	// fire (a pacer ignores later times), so a postponed deadline still wakes the endpoint.
+	// lazy arms timers as a pacer that only moves them earlier would: moved only earlier after
+	// engine calls, re-read when they fire, so a postponed deadline still wakes the endpoint.
+	// Otherwise they are armed exactly, as conn does.
 	lazy  bool
 	armed [2]time.Time
 }

@@ -59,9 +59,9 @@ func (e *Endpoint) OnTimer(now time.Time) {
 // a timer wakeup, so an end that receives a keep-alive while it has sent nothing for 3T/4
 // answers it at once, from the receive path, and its own keep-alive timer then waits 2T instead
 // of T (a fallback for when the peer's keep-alives stop). The ends settle into one leading, on
-// its timer every T, and one answering, whose timer (re-armed lazily: a pacer ignores later
-// times, so a stale deadline still wakes it) fires about every 2T instead of every T and finds
-// nothing to do. When both timers fire about together (the keep-alives cross: the peer's arrives
+// its timer every T, and one answering, whose timer never fires while the answers keep moving
+// it on (conn re-arms it exactly after every call: one wakeup per T per pair; a timer that is
+// only ever moved earlier would still fire about every 2T and find nothing to do). When both timers fire about together (the keep-alives cross: the peer's arrives
 // within 3T/4 of our own), the end with the lower socket ID takes the longer wait once, so that
 // the peer's next keep-alive arrives first and is answered.
 //
