@@ -36,10 +36,10 @@ func (c *Conn) Close() error {
 		c.mu.Lock()
 		c.closed = true
 		c.ep.Close(time.Now(), c.cfg.Linger)
-		fx, ob := c.pullLocked(nil) // a Shutdown, if nothing is left to deliver
+		fx := c.pullLocked(via{}) // a Shutdown, if nothing is left to deliver
 		c.mu.Unlock()
 		close(c.closing)
-		c.apply(&fx, ob)
+		c.apply(&fx)
 	})
 	return nil
 }
@@ -94,8 +94,8 @@ func closeOutcome(unacked int, why stream.CloseReason, err error, linger time.Du
 }
 
 // finish forgets a connection whose engine is Done (closed, Shutdown answered or given up):
-// unregisters it, stops its flows and releases its mux reference. It runs on the timer goroutine
-// (Done is handed there by pullLocked), never on the reader, which a last release would wait for.
+// unregisters it, stops its flow and timer and releases its mux reference. apply runs it on a
+// goroutine of its own, never on the reader, which the last release of a socket waits for.
 func (c *Conn) finish() {
 	c.finishOnce.Do(func() {
 		c.mu.Lock()
@@ -103,7 +103,7 @@ func (c *Conn) finish() {
 		c.breakLocked(net.ErrClosed)
 		c.mu.Unlock()
 		c.dataH.Remove()
-		c.timerH.Remove()
+		c.disarm()
 		c.rdl.stop()
 		c.wdl.stop()
 		c.mux.unregister(c)

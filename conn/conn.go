@@ -21,10 +21,9 @@ import (
 //
 // Locking: mu serialises the engine (package internal/stream, which is not safe for concurrent
 // use). Nothing blocks and no system call is made while it is held: every engine call is
-// followed by pullLocked, which takes what the call produced (control packets into an outbox, the
-// next timer), and the caller then unlocks, sends, schedules the next departure and wakes
-// waiters (apply). The copies under mu are bounded: a Write or Read step copies at most
-// lockChunk bytes, a pacer release at most sendBatch packets, a reader batch at most readBatch
+// followed by pullLocked, which takes what the call produced, and the caller then unlocks and
+// does it (apply; effects.go). The copies under mu are bounded: a Write or Read step copies at
+// most lockChunk bytes, a release at most sendBatch packets, a reader batch at most readBatch
 // datagrams.
 type Conn struct {
 	mux    *mux
@@ -41,15 +40,21 @@ type Conn struct {
 
 	mu        sync.Mutex // guards ep and the fields below
 	ep        *stream.Endpoint
-	closed    bool  // Close was called
-	finishing bool  // the engine is Done: the timer goroutine finishes the connection
-	settled   bool  // the close's outcome is known: closeErr
-	closeErr  error // nil: everything written was acknowledged (see CloseContext)
+	closed    bool   // Close was called
+	finishing bool   // the engine is Done: the timer's goroutine finishes the connection
+	settled   bool   // the close's outcome is known: closeErr
+	closeErr  error  // nil: everything written was acknowledged (see CloseContext)
+	timerGen  uint64 // ranks pulls, for arm
 
-	dataFlow  dataFlow
-	timerFlow timerFlow
-	dataH     *pacer.Handle // the data pacer's queue holds the engine's next departure
-	timerH    *pacer.Handle // the timer pacer's queue holds the engine's next timer, exactly
+	sending atomic.Bool // a goroutine is between Release and the write of its packets
+
+	dataFlow dataFlow
+	dataH    *pacer.Handle // the data pacer's queue holds the engine's next departure
+
+	timer    *time.Timer // runs onTimer at the engine's NextTimer (time.AfterFunc)
+	armMu    sync.Mutex  // guards armedGen, armedAt and timer changes
+	armedGen uint64      // rank of the pull whose time the timer holds
+	armedAt  time.Time   // the time the timer is set to (zero: stopped or fired)
 
 	readable chan struct{} // 1-buffered: something for Read may have changed
 	writable chan struct{} // 1-buffered: something for Write may have changed
@@ -103,7 +108,8 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		wdl:      newDeadline(),
 	}
 	c.dataFlow.c = c
-	c.timerFlow.c = c
+	c.timer = time.AfterFunc(time.Hour, c.onTimer)
+	c.timer.Stop()
 	var ctl congestion.Controller = cfg.Congestion()
 	c.ep = stream.New(stream.Config{
 		LocalID:        p.id,
@@ -122,61 +128,11 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		Start:          now,
 	}, now)
 	c.dataH = m.send.Add(&c.dataFlow)
-	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
-	fx, ob := c.pullLocked(nil)
+	fx := c.pullLocked(via{})
 	c.mu.Unlock()
-	c.apply(&fx, ob)
+	c.apply(&fx)
 	return c
-}
-
-// pullLocked takes what the engine's last calls produced: the control packets, appended to ob
-// (an outbox from the pool if ob is nil and there are any; the returned one), and the next timer,
-// set exactly on the timer pacer (under mu, so that the last engine call's timer is the one that
-// stays; the timer pacer's waiter is the runtime timer, whose Wake is a channel send, not a system
-// call). It records breakage and the close's outcome, and returns the rest for apply. Caller
-// holds c.mu.
-func (c *Conn) pullLocked(ob *outbox) (stream.Effects, *outbox) {
-	fx := c.ep.Effects()
-	if fx.Control > 0 {
-		if ob == nil {
-			ob = outboxes.Get().(*outbox)
-		}
-		ob.takeControl(c.ep, c.peer)
-	}
-	switch {
-	case c.finishing:
-	case fx.Done:
-		c.finishing = true
-		c.timerH.Reschedule(time.Now()) // the timer goroutine finishes the connection
-	default:
-		c.timerH.Reschedule(fx.Timer)
-	}
-	if fx.Err != nil {
-		c.breakLocked(connError(fx.Err))
-	}
-	if c.closed && !c.settled {
-		if ok, unacked, why := c.ep.CloseResult(); ok {
-			c.settled = true
-			c.closeErr = closeOutcome(unacked, why, c.ep.Err(), c.cfg.Linger)
-		}
-	}
-	return fx, ob
-}
-
-// apply does what pullLocked returned, after c.mu is released: sends the pooled outbox ob (nil:
-// none), schedules the departure, wakes readers and writers.
-func (c *Conn) apply(fx *stream.Effects, ob *outbox) {
-	flushPooled(ob, c.mux.io)
-	if !fx.Departure.IsZero() {
-		c.dataH.Schedule(fx.Departure)
-	}
-	if fx.Readable {
-		signal(c.readable)
-	}
-	if fx.Writable {
-		signal(c.writable)
-	}
 }
 
 func signal(ch chan struct{}) {
@@ -199,16 +155,17 @@ func (c *Conn) breakWith(err error) {
 	c.mu.Lock()
 	c.breakLocked(err)
 	c.ep.Fail(err)
-	fx, ob := c.pullLocked(nil)
+	fx := c.pullLocked(via{})
 	c.mu.Unlock()
-	c.apply(&fx, ob)
+	c.apply(&fx)
 }
 
 // handleBatch is the reader goroutine's entry for the datagrams of one read that are addressed to
 // this connection: msgs[i] for every i ≥ first with owners[i] == c (it clears those entries). It
-// takes the lock once for all of them; what they produce goes into ob, which the reader sends
-// after the whole read.
-func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, ob *outbox) {
+// takes the lock once for all of them; the control packets they produce go into the reader's
+// outbox, sent after the whole read, and data they make due (an ACK opened the window, a NAK
+// asked for a retransmission) leaves through the reader's buffers at once.
+func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *readScratch) {
 	c.mu.Lock()
 	for i := first; i < len(msgs); i++ {
 		if owners[i] != c {
@@ -216,21 +173,21 @@ func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, ob *
 		}
 		owners[i] = nil
 		m := &msgs[i]
-		c.handleLocked(m.Buf[:m.N], m.Addr, arrivalTime(m), ob)
+		c.handleLocked(m.Buf[:m.N], m.Addr, arrivalTime(m), &rs.out)
 	}
-	fx, _ := c.pullLocked(ob)
+	fx := c.pullLocked(via{ob: &rs.out, sb: rs.snd})
 	c.mu.Unlock()
-	c.apply(&fx, nil)
+	c.apply(&fx)
 }
 
 // handleDatagram is handleBatch for one datagram (one that arrived in the same read as the
 // handshake that made its connection).
-func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time, ob *outbox) {
+func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
 	c.mu.Lock()
-	c.handleLocked(b, from, now, ob)
-	fx, _ := c.pullLocked(ob)
+	c.handleLocked(b, from, now, &rs.out)
+	fx := c.pullLocked(via{ob: &rs.out, sb: rs.snd})
 	c.mu.Unlock()
-	c.apply(&fx, nil)
+	c.apply(&fx)
 }
 
 // handleLocked hands one datagram to the engine, or answers a repeated handshake. Caller holds c.mu.
@@ -290,53 +247,30 @@ func (c *Conn) answerHandshake(b []byte) {
 type dataFlow struct{ c *Conn }
 
 // Release sends the data packets due at now; runs on the data pacer goroutine. The packets are
-// encoded under the lock into the pacer's buffers and written after it.
+// encoded under the lock into the pacer's buffers and written after it. If another goroutine is
+// sending for the connection, it returns idle: that goroutine schedules what is left when done.
 func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c := f.c
 	m := c.mux
+	if !c.sending.CompareAndSwap(false, true) {
+		return 0, time.Time{}
+	}
 	bufs := m.sendBufs[:min(max, len(m.sendBufs))]
 	for i := range bufs {
 		bufs[i] = bufs[i][:cap(bufs[i])]
 	}
 	c.mu.Lock()
 	n, next := c.ep.Release(now, bufs)
-	fx, _ := c.pullLocked(&m.sendOut)
+	fx := c.pullLocked(via{ob: &m.sendOut, noSend: true})
 	c.mu.Unlock()
 	m.sendOut.flush(m.io) // normally empty: Release queues no control packet
 	if n > 0 {
 		m.io.WriteBatch(bufs[:n], c.peer) // a send error loses packets; retransmission recovers them
 	}
+	c.sending.Store(false)
 	fx.Departure = time.Time{} // next, returned to the pacer, is the departure
-	c.apply(&fx, nil)
+	c.apply(&fx)
 	return n, next
-}
-
-// timerFlow is the connection as the timer pacer sees it.
-type timerFlow struct{ c *Conn }
-
-// Release runs the connection's due timers (ACK, NAK, EXP, keep-alive, linger, Shutdown
-// re-sends), or finishes a connection whose engine is Done; runs on the timer goroutine. The next
-// timer is set by pullLocked (Reschedule), so it returns none.
-func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
-	c := f.c
-	m := c.mux
-	c.mu.Lock()
-	if c.finishing {
-		c.mu.Unlock()
-		c.finish()
-		return 0, time.Time{}
-	}
-	c.ep.OnTimer(now)
-	fx, _ := c.pullLocked(&m.timerOut)
-	if !c.finishing && !fx.Timer.IsZero() && !fx.Timer.After(now) {
-		// A timer still due right after OnTimer ran it would spin the timer goroutine (an engine
-		// fault): deferred as the pacer defers a stalled flow.
-		c.timerH.Reschedule(now.Add(pacer.StallDelay))
-	}
-	c.mu.Unlock()
-	m.timerOut.flush(m.io)
-	c.apply(&fx, nil)
-	return 0, time.Time{}
 }
 
 // Read reads stream bytes in order. It blocks until data arrives, the read deadline passes
@@ -359,9 +293,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		}
 		n, err := c.ep.Read(b)
 		if n > 0 || err != nil {
-			fx, ob := c.pullLocked(nil) // a window update may be queued
+			fx := c.pullLocked(via{}) // a window update may be queued
 			c.mu.Unlock()
-			c.apply(&fx, ob)
+			c.apply(&fx)
 			if err != nil && err != io.EOF { // io.EOF stays bare, as io.Reader users expect
 				err = c.opErr("read", connError(err))
 			}
@@ -425,13 +359,13 @@ func (c *Conn) Write(b []byte) (int, error) {
 		chunk := b[sent:min(len(b), sent+lockChunk)]
 		n := c.ep.Write(chunk)
 		sent += n
-		var fx stream.Effects
+		var fx effects
 		if n > 0 {
-			fx, _ = c.pullLocked(nil) // Write queues no control packet
+			fx = c.pullLocked(via{}) // the data, if due at once, leave from here
 		}
 		c.mu.Unlock()
 		if n > 0 {
-			c.apply(&fx, nil)
+			c.apply(&fx)
 		}
 		if sent == len(b) {
 			return sent, nil

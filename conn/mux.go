@@ -24,8 +24,9 @@ import (
 const sendBatch = 64
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
-// number of connections, which it tells apart by destination socket ID. It owns three goroutines
-// — the reader, the data pacer and the timer pacer — and the socket if it opened it. It lives
+// number of connections, which it tells apart by destination socket ID. It owns two goroutines
+// — the reader and the data pacer — and the socket if it opened it; each connection's timers are
+// its own runtime timer (Conn.timer). It lives
 // while anything uses it (refs) and tears everything down when the last user goes.
 type mux struct {
 	pc    net.PacketConn
@@ -37,13 +38,12 @@ type mux struct {
 	waiter    pacer.Waiter // the data pacer's backend
 	pacerName string       // its name
 	send      *pacer.Pacer // releases data packets at their departure times
-	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
-	// sendBufs are packet buffers used only by the data pacer goroutine; sendOut and timerOut
-	// are the outboxes of the data pacer and timer goroutines.
-	sendBufs [][]byte
-	sendOut  outbox
-	timerOut outbox
+	// sendBufs are packet buffers used only by the data pacer goroutine, sendOut its outbox;
+	// scratches holds packet buffers for direct sends by other goroutines (*sendScratch).
+	sendBufs  [][]byte
+	sendOut   outbox
+	scratches sync.Pool
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn   // established connections by local socket ID
@@ -93,14 +93,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		}
 		return nil, err
 	}
-	tw, err := pacer.NewWaiter("gotimer")
-	if err != nil {
-		closeWaiter(w)
-		if own {
-			pc.Close()
-		}
-		return nil, err
-	}
 	m := &mux{
 		pc:         pc,
 		ownPC:      own,
@@ -108,7 +100,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		waiter:     w,
 		pacerName:  cfg.Pacer,
 		send:       pacer.New(w, pacer.Config{Burst: sendBatch}),
-		timers:     pacer.New(tw, pacer.Config{}),
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
 		tombs:      make(map[uint32]tomb),
@@ -122,12 +113,9 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	}
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
-	m.sendBufs = make([][]byte, sendBatch)
 	pktSize := cfg.MSS - udpIPOverhead
-	arena := make([]byte, sendBatch*pktSize)
-	for i := range m.sendBufs {
-		m.sendBufs[i] = arena[i*pktSize : (i+1)*pktSize : (i+1)*pktSize]
-	}
+	m.sendBufs = newSendScratch(pktSize).bufs
+	m.scratches.New = func() any { return newSendScratch(pktSize) }
 	if u, ok := pc.(*net.UDPConn); ok {
 		setSocketBuffers(u, cfg)
 	}
@@ -175,7 +163,6 @@ func (m *mux) release() {
 
 func (m *mux) teardown() {
 	m.send.Close()
-	m.timers.Close()
 	closeWaiter(m.waiter)
 	if m.ownPC {
 		m.pc.Close()
@@ -238,7 +225,7 @@ func (m *mux) readLoop(pktSize int) {
 	for i := range msgs {
 		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
 	}
-	var rs readScratch
+	rs := readScratch{snd: newSendScratch(pktSize)}
 	failures := 0
 	for {
 		n, err := m.io.ReadBatch(msgs)
@@ -270,6 +257,7 @@ type readScratch struct {
 	owners [readBatch]*Conn // the established connection each datagram is for, if any
 	rest   [readBatch]bool  // the datagram is for the listener, a dialer or nobody
 	out    outbox           // what the batch's engine calls produced, sent after it
+	snd    *sendScratch     // buffers for data the batch makes due at once
 }
 
 // dispatchBatch hands the datagrams of one read to their connections, dialers or listener (spec
@@ -298,10 +286,10 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 	for i := range msgs {
 		switch {
 		case owners[i] != nil:
-			owners[i].handleBatch(msgs, owners, i, &rs.out)
+			owners[i].handleBatch(msgs, owners, i, rs)
 		case rest[i]:
 			msg := &msgs[i]
-			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), &rs.out)
+			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), rs)
 		}
 	}
 	rs.out.flush(m.io)
@@ -345,9 +333,9 @@ func (m *mux) fail(err error) {
 	}
 }
 
-// dispatch hands one datagram to its connection, dialer or listener (spec §3.1); a connection's
-// control packets go into ob.
-func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, ob *outbox) {
+// dispatch hands one datagram to its connection, dialer or listener (spec §3.1), with the
+// reader's scratch.
+func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
 		return
@@ -372,7 +360,7 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, ob *outbox)
 	m.mu.RUnlock()
 	switch {
 	case c != nil:
-		c.handleDatagram(b, from, now, ob)
+		c.handleDatagram(b, from, now, rs)
 	case d != nil:
 		d.handleDatagram(b, from)
 	default:
