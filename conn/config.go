@@ -16,7 +16,7 @@ const (
 	DefaultBufferPackets    = 8192             // send and receive buffers, in packets of MSS−44 bytes (UDT_SNDBUF, UDT_RCVBUF)
 	DefaultHandshakeTimeout = 3 * time.Second  // spec §3.2: requests re-sent every 250 ms for 3 s
 	DefaultIdleTimeout      = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
-	DefaultLinger           = 60 * time.Second // how long Close waits for unacknowledged data (the reference: 180 s)
+	DefaultLinger           = 60 * time.Second // how long a closed connection still delivers unacknowledged data (the reference: 180 s)
 	DefaultBacklog          = 1024             // connections waiting in Accept (the reference's appserver: 10)
 
 	minMSS            = 76      // 28 bytes IP+UDP + 48-byte handshake (spec §1.1)
@@ -79,8 +79,10 @@ type Config struct {
 	// reports true. Default 10 s.
 	IdleTimeout time.Duration
 
-	// Linger is how long Close waits for written data to be acknowledged before it sends Shutdown
-	// (UDT_LINGER, spec §3.4). Negative means do not wait. Default 60 s.
+	// Linger is how long a closed connection goes on delivering the data written before Close
+	// (in the background: Close returns at once) until the peer has acknowledged it, before it
+	// sends Shutdown (UDT_LINGER, spec §3.4); CloseContext reports whether it all arrived.
+	// Negative means do not wait: Shutdown at once. Default 60 s.
 	Linger time.Duration
 
 	// Backlog is the number of established connections that may wait for Accept; further

@@ -71,7 +71,7 @@ func Listen(network, address string, cfg *Config) (*Listener, error) {
 
 // NewListener returns a Listener on a caller's PacketConn (for sharing a socket, or for tests over
 // an in-memory network). The Listener and its connections read pc until the last of them is
-// closed, then leave it open; pc must not be read by anyone else meanwhile.
+// over (see Conn.CloseContext), then leave it open; pc must not be read by anyone else meanwhile.
 func NewListener(pc net.PacketConn, cfg *Config) (*Listener, error) {
 	r, err := cfg.resolved()
 	if err != nil {
