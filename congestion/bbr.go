@@ -174,6 +174,13 @@ const (
 	bbrLossSigma          = 3.0 // the loss test's confidence: three standard errors (see BBR)
 )
 
+// Packet sizes BBR accepts (Params.MSS − 28, Delivery.PacketSize): UDT's smallest MSS (76) and
+// the largest UDP datagram; anything else is hostile or a bug and is ignored.
+const (
+	minPacketSize = 48
+	maxPacketSize = 65507
+)
+
 // BBROption configures a BBR controller.
 type BBROption func(*BBR)
 
@@ -209,7 +216,7 @@ func (b *BBR) Init(now time.Time, p Params) {
 	rng := b.rng
 	*b = BBR{rng: rng}
 	mss := p.MSS
-	if mss <= 0 {
+	if mss-28 < minPacketSize || mss-28 > maxPacketSize {
 		mss = defaultMSS
 	}
 	b.pkt = float64(mss - 28)
@@ -223,10 +230,16 @@ func (b *BBR) Init(now time.Time, p Params) {
 }
 
 // State reports the pacing period for a full packet and the window in packets.
+//
+// The period lies in [1 ns, 1 s] (a packet a second at the slowest, as Native's STP cap) and the
+// window in [4, NoWindowLimit] packets, whatever the events said.
 func (b *BBR) State() State {
-	st := State{Window: max(b.cwnd/b.pkt, bbrMinPipePackets)}
-	if b.pacingRate > 0 {
-		st.Period = max(time.Duration(b.pkt/b.pacingRate*1e9), time.Nanosecond)
+	st := State{Window: min(max(b.cwnd/b.pkt, bbrMinPipePackets), NoWindowLimit), Period: time.Second}
+	if p := b.pkt / b.pacingRate; p < 1 { // also false for NaN
+		st.Period = max(time.Duration(p*1e9), time.Nanosecond)
+	}
+	if math.IsNaN(st.Window) {
+		st.Window = bbrMinPipePackets
 	}
 	return st
 }
@@ -269,7 +282,7 @@ func (b *BBR) OnTimeout(time.Time) {
 
 // OnDelivery is BBR's per-ACK update (draft §4.2.3, BBRUpdateOnACK).
 func (b *BBR) OnDelivery(now time.Time, d Delivery) {
-	if d.PacketSize > 0 {
+	if d.PacketSize >= minPacketSize && d.PacketSize <= maxPacketSize {
 		b.pkt = float64(d.PacketSize)
 	}
 	b.delivered, b.inflight = d.TotalDelivered, d.InFlight
