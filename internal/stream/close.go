@@ -123,9 +123,6 @@ func (e *Endpoint) lingerTimer(next time.Duration) time.Duration {
 	return next
 }
 
-// Closing reports whether Close was called.
-func (e *Endpoint) Closing() bool { return e.cl.closing }
-
 // CloseResult reports whether the close has settled and, if so, how many written bytes were
 // never acknowledged and why (CloseFlushed when none). Acknowledged means the peer's engine
 // has the bytes in its receive buffer, not that its application has read them.
