@@ -61,9 +61,10 @@ func (e *Endpoint) OnTimer(now time.Time) {
 // of T (a fallback for when the peer's keep-alives stop). The ends settle into one leading, on
 // its timer every T, and one answering, whose timer never fires while the answers keep moving
 // it on (conn re-arms it exactly after every call: one wakeup per T per pair; a timer that is
-// only ever moved earlier would still fire about every 2T and find nothing to do). When both timers fire about together (the keep-alives cross: the peer's arrives
-// within 3T/4 of our own), the end with the lower socket ID takes the longer wait once, so that
-// the peer's next keep-alive arrives first and is answered.
+// only ever moved earlier would still fire about every 2T and find nothing to do). When both
+// timers fire about together (the keep-alives cross: the peer's arrives within 3T/4 of our own),
+// the end with the lower socket ID takes the longer wait once, so that the peer's next
+// keep-alive arrives first and is answered.
 //
 // Bounds: the packets are the same (one per T each way). An answering end still sends at least
 // every 2T if the leader's keep-alives stop: ≥ 4 packets per IdleTimeout of a peer configured as
@@ -137,7 +138,8 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 }
 
 // NextTimer returns when OnTimer should run next; zero means never (the connection is broken, or
-// closed and Done; a closing one also wakes at its linger deadline and to re-send Shutdown). An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
+// closed and Done; a closing one also wakes at its linger deadline and to re-send Shutdown). An
+// idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
 func (e *Endpoint) NextTimer() time.Time {
 	if !e.active() {
 		return e.closeTimerAt()
