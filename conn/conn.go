@@ -51,10 +51,11 @@ type Conn struct {
 	dataFlow dataFlow
 	dataH    *pacer.Handle // the data pacer's queue holds the engine's next departure
 
-	timer    *time.Timer // runs onTimer at the engine's NextTimer (time.AfterFunc)
-	armMu    sync.Mutex  // guards armedGen, armedAt and timer changes
-	armedGen uint64      // rank of the pull whose time the timer holds
-	armedAt  time.Time   // the time the timer is set to (zero: stopped or fired)
+	timer       *time.Timer // runs onTimer at the engine's NextTimer (time.AfterFunc)
+	timerQueued atomic.Bool // on the socket's timer queue (timers.go)
+	armMu       sync.Mutex  // guards armedGen, armedAt and timer changes
+	armedGen    uint64      // rank of the pull whose time the timer holds
+	armedAt     time.Time   // the time the timer is set to (zero: stopped or fired)
 
 	readable chan struct{} // 1-buffered: something for Read may have changed
 	writable chan struct{} // 1-buffered: something for Write may have changed

@@ -153,13 +153,19 @@ func (c *Conn) disarm() {
 // that it cannot spin, as pacer.StallDelay does for a stalled flow.
 const stallDelay = time.Millisecond
 
-// onTimer runs the engine's due timers (ACK, NAK, retransmission, keep-alive, dead peer, linger,
-// Shutdown re-sends). It is the connection's time.AfterFunc callback, on a short-lived goroutine
-// of its own.
+// onTimer is the connection's time.AfterFunc callback: it hands the connection to the socket's
+// timer goroutine (timers.go).
 func (c *Conn) onTimer() {
 	c.armMu.Lock()
-	c.armedAt = time.Time{} // fired: a Reset to the same time is needed again
+	c.armedAt = time.Time{} // fired: arming the same time again needs a Reset
 	c.armMu.Unlock()
+	c.mux.timers.push(c)
+}
+
+// runTimers runs the engine's due timers (ACK, NAK, retransmission, keep-alive, dead peer,
+// linger, Shutdown re-sends) on the socket's timer goroutine, with its outbox (sent after its
+// batch) and its buffers for data made due (retransmissions).
+func (c *Conn) runTimers(ob *outbox, sb *sendScratch) {
 	c.mu.Lock()
 	if c.finishing {
 		c.mu.Unlock()
@@ -167,7 +173,7 @@ func (c *Conn) onTimer() {
 	}
 	now := time.Now()
 	c.ep.OnTimer(now)
-	fx := c.pullLocked(via{})
+	fx := c.pullLocked(via{ob: ob, sb: sb})
 	if !c.finishing && !fx.timerAt.IsZero() && !fx.timerAt.After(now) {
 		fx.timerAt = now.Add(stallDelay)
 	}

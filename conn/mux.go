@@ -24,9 +24,9 @@ import (
 const sendBatch = 64
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
-// number of connections, which it tells apart by destination socket ID. It owns two goroutines
-// — the reader and the data pacer — and the socket if it opened it; each connection's timers are
-// its own runtime timer (Conn.timer). It lives
+// number of connections, which it tells apart by destination socket ID. It owns three goroutines
+// — the reader, the data pacer and the timer goroutine, which runs the timers of connections
+// whose runtime timer fired (timers.go) — and the socket if it opened it. It lives
 // while anything uses it (refs) and tears everything down when the last user goes.
 type mux struct {
 	pc    net.PacketConn
@@ -44,6 +44,8 @@ type mux struct {
 	sendBufs  [][]byte
 	sendOut   outbox
 	scratches sync.Pool
+	pktSize   int         // the largest datagram: MSS−28 bytes
+	timers    *timerQueue // connections whose timer fired, for the timer goroutine
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn   // established connections by local socket ID
@@ -114,8 +116,11 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
 	pktSize := cfg.MSS - udpIPOverhead
+	m.pktSize = pktSize
 	m.sendBufs = newSendScratch(pktSize).bufs
 	m.scratches.New = func() any { return newSendScratch(pktSize) }
+	m.timers = newTimerQueue()
+	go m.timers.run(m)
 	if u, ok := pc.(*net.UDPConn); ok {
 		setSocketBuffers(u, cfg)
 	}
@@ -165,11 +170,12 @@ func (m *mux) teardown() {
 	m.send.Close()
 	closeWaiter(m.waiter)
 	if m.ownPC {
-		m.pc.Close()
+		m.pc.Close() // also ends a timer-goroutine write blocked on a full socket
 	} else {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
 	}
+	m.timers.close()
 	if m.failing.Load() {
 		// The reader is exiting on its own, and may be the goroutine running this teardown
 		// (fail → Listener.shutdown → release): waiting for it here would deadlock.
