@@ -1,7 +1,6 @@
 package congestion
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -51,7 +50,6 @@ type BBR struct {
 	pkt float64 // bytes of a full data packet (MSS − 28)
 
 	state      bbrState
-	lastState  bbrState
 	pacingGain float64
 	cwndGain   float64
 	pacingRate float64 // bytes/s
@@ -316,13 +314,6 @@ func (b *BBR) OnDelivery(now time.Time, d Delivery) {
 	// BBRUpdateControlParameters.
 	b.setPacingRate(b.pacingGain)
 	b.setCwnd(d)
-	if bbrWin(now) {
-		b.dbg(now, fmt.Sprintf("ev nd=%d nl=%d infl=%d cwl=%v rate=%.1f", d.NewlyDelivered/1472, d.NewlyLost/1472, d.InFlight/1472, d.CwndLimited, rate*8/1e6))
-	}
-	if b.state != b.lastState || b.roundStart && (b.roundCount%8 == 0 || b.state == bbrStartup) {
-		b.dbg(now, "")
-		b.lastState = b.state
-	}
 }
 
 // sampleRate returns the sample's delivery rate in bytes/s, or 0 when there is none. A sample

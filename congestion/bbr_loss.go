@@ -67,5 +67,36 @@ func (w *lossWindow) excess(now time.Time, lost, total, pkt float64) bool {
 		q := bbrLossThresh
 		se = math.Sqrt(q * (1 - q) / n)
 	}
-	return r-bg-bbrLossThresh > bbrLossSigma*se
+	if r-bg-bbrLossThresh <= bbrLossSigma*se {
+		return false
+	}
+	// The normal approximation fails for a few packets (one lost of one sent is not three
+	// standard errors of anything): the Poisson tail of losing l or more at bg + thresh must
+	// also be below the one-sided 3σ probability.
+	return poissonTail(l, n*(bg+bbrLossThresh)) < bbrLossPValue
+}
+
+// bbrLossPValue is the one-sided tail probability of three standard errors, 1 − Φ(3).
+const bbrLossPValue = 0.00135
+
+// poissonTail returns P(X ≥ k) for X ~ Poisson(lambda), k rounded down to whole packets; past
+// 200 expected packets (where the z-test already decides) it returns 0.
+func poissonTail(k, lambda float64) float64 {
+	n := int(k)
+	if n <= 0 {
+		return 1
+	}
+	if lambda <= 0 {
+		return 0
+	}
+	if lambda > 200 {
+		return 0
+	}
+	term := math.Exp(-lambda) // P(X = 0)
+	cdf := term
+	for i := 1; i < n; i++ {
+		term *= lambda / float64(i)
+		cdf += term
+	}
+	return max(1-cdf, 0)
 }

@@ -1,9 +1,7 @@
 package congestion
 
 import (
-	"fmt"
 	"math"
-	"os"
 	"time"
 )
 
@@ -110,9 +108,6 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	// The round's losses are of the flight sent during the previous round (their NAKs take a
 	// round trip): that flight is the denominator. Deliveries are no measure of it, since UDT's
 	// cumulative ACK holds them back while a hole is open.
-	if bbrDebug && os.Getenv("BBRROUNDS") != "" {
-		fmt.Fprintf(os.Stderr, "%s lossround prior=%d lrd=%d total=%d sent=%.0f newly=%d lost=%.0f\n", now.Format("05.000000"), d.PriorDelivered/1472, b.lossRoundDelivered/1472, b.delivered/1472, b.roundSent/b.pkt, d.NewlyDelivered/1472, b.roundLost/b.pkt)
-	}
 	all, steady := b.roundLost, b.roundLostSteady
 	sent, sentSteady := max(b.prevSent, all), max(b.prevSentSteady, steady)
 	b.prevSent, b.prevSentSteady = b.roundSent, b.roundSentSteady
@@ -132,10 +127,6 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	}
 	if !congested || b.state.probing() {
 		return
-	}
-	if bbrDebug {
-		bl, bt := b.background.sum(now)
-		b.dbg(now, fmt.Sprintf("CONGESTED steady=%.0f all=%.0f sent=%.0f bg=%.0f/%.0f since=%v", steady/b.pkt, all/b.pkt, sentSteady/b.pkt, bl/b.pkt, bt/b.pkt, b.steadySince.Format("05.000000")))
 	}
 	// BBRInitLowerBounds and BBRLossLowerBounds.
 	if math.IsInf(b.bwLo, 1) {

@@ -55,6 +55,17 @@ type Config struct {
 	// Use "gotimer" under testing/synctest.
 	Pacer string
 
+	// PacingTolerance is how far from its scheduled time a data packet may leave, before or
+	// after it: the precision asked of the pacer, which it trades for CPU (pacer.Config.
+	// Tolerance). Each wake of the pacer sends every packet due within the tolerance as one
+	// batch, and the hybrid backend sleeps instead of spinning whenever its wake-up tail fits in
+	// it. Default pacer.DefaultTolerance (200 µs: a few packets per wake at 100 Mbit/s, and a
+	// pure sleep wherever the host's wake-up tail fits in it; its godoc gives the measurements);
+	// negative means exact pacing (pacer.Exact), every packet at or after its time, at the CPU
+	// cost of spinning through the wake-up tail. Connections that share a UDP socket use the
+	// tolerance of its first user.
+	PacingTolerance time.Duration
+
 	// StrictPacing turns off catch-up in the release schedule: each data packet waits a full send
 	// period after the previous one actually left, as a sender on a coarse timer does (a 1 ms
 	// timer then caps the rate near 1000 packets/s). For experiments and pacerbench-style

@@ -125,8 +125,9 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		MaxBandwidth:   cfg.MaxBandwidth,
 		IdleTimeout:    cfg.IdleTimeout,
 		StrictPacing:   cfg.StrictPacing,
-		Burst:          sendBatch,
 		Start:          now,
+
+		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.mu.Lock()

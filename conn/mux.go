@@ -16,12 +16,10 @@ import (
 	"github.com/udtgo/udt/pacer"
 )
 
-// sendBatch is the most data packets one pacer call releases for one connection (and the UDP
-// GSO limit of 64 segments per send). It is also each connection's catch-up credit
-// (stream.Config.Burst): a pacer that wakes late may send up to this many due packets back to
-// back. Precise waiters are rarely late, so the credit is seldom used; the runtime timer
-// ("gotimer") is ~1 ms late on Linux and needs it to pace above ~1000 packets per wake period.
-const sendBatch = 64
+// sendBatch is the most data packets one pacer call releases for one connection, sent as one
+// GSO batch: pacer.MaxBurst (the burst rule is the pacer's; each connection's catch-up credit is
+// pacer.BurstFor its rate).
+const sendBatch = pacer.MaxBurst
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
 // number of connections, which it tells apart by destination socket ID. It owns three goroutines
@@ -101,7 +99,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		local:      pc.LocalAddr(),
 		waiter:     w,
 		pacerName:  cfg.Pacer,
-		send:       pacer.New(w, pacer.Config{Burst: sendBatch}),
+		send:       pacer.New(w, pacer.Config{Burst: sendBatch, Tolerance: cfg.PacingTolerance}),
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
 		tombs:      make(map[uint32]tomb),
@@ -126,6 +124,15 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	}
 	go m.readLoop(pktSize)
 	return m, nil
+}
+
+// pacingTolerance is the data pacer's tolerance (the socket's first user's, see
+// Config.PacingTolerance) as a stream.Config value: pacer.Exact for none.
+func (m *mux) pacingTolerance() time.Duration {
+	if t := m.send.Tolerance(); t > 0 {
+		return t
+	}
+	return pacer.Exact
 }
 
 func closeWaiter(w pacer.Waiter) {

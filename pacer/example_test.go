@@ -8,10 +8,10 @@ import (
 	"github.com/udtgo/udt/pacer/pacertest"
 )
 
-// The Scheduler alone: 10 µs apart, burst 4. A release 25 µs late sends the two packets that
-// are due at once (catch-up); Next stays on the absolute grid.
+// The Scheduler alone, exact: 10 µs apart, burst 4. A release 25 µs late sends the two packets
+// that are due at once (catch-up); Next stays on the absolute grid.
 func ExampleScheduler() {
-	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond, Burst: 4})
+	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond, Burst: 4, Tolerance: pacer.Exact})
 	t0 := time.Unix(0, 0)
 	for _, at := range []time.Duration{0, 5, 10, 35, 40} {
 		now := t0.Add(at * time.Microsecond)
@@ -24,6 +24,25 @@ func ExampleScheduler() {
 	// at 10µs: 1 released, next at 20µs
 	// at 35µs: 2 released, next at 40µs
 	// at 40µs: 1 released, next at 50µs
+}
+
+// The same with a tolerance of 15 µs: each release also lets out the packets due within 15 µs
+// of now, so fewer wake-ups send the same packets, none more than 15 µs early; the grid is
+// unchanged.
+func ExampleScheduler_tolerance() {
+	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond, Burst: 4, Tolerance: 15 * time.Microsecond})
+	t0 := time.Unix(0, 0)
+	for _, at := range []time.Duration{0, 5, 10, 35, 40} {
+		now := t0.Add(at * time.Microsecond)
+		n := s.Release(now, 8)
+		fmt.Printf("at %2dµs: %d released, next at %2dµs\n", at, n, s.Next().Sub(t0)/time.Microsecond)
+	}
+	// Output:
+	// at  0µs: 2 released, next at 20µs
+	// at  5µs: 1 released, next at 30µs
+	// at 10µs: 0 released, next at 30µs
+	// at 35µs: 3 released, next at 60µs
+	// at 40µs: 0 released, next at 60µs
 }
 
 // exampleSender is the shape of a connection on the pacer: a queue of packets paced by a Scheduler,
@@ -63,8 +82,9 @@ func (c *exampleSender) Release(now time.Time, max int) (sent int, next time.Tim
 // 17 are packet pairs, and the long-run rate is kept (each pair takes two slots).
 func ExamplePacer() {
 	clk := pacertest.NewClock(time.Unix(0, 0))
-	p := pacer.New(clk, pacer.Config{Now: clk.Now})
-	c := &exampleSender{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond}), queued: 19, t0: clk.Now()}
+	p := pacer.New(clk, pacer.Config{Now: clk.Now, Tolerance: pacer.Exact})
+	c := &exampleSender{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * time.Microsecond, Tolerance: pacer.Exact}),
+		queued: 19, t0: clk.Now()}
 	h := p.Add(c)
 	h.Schedule(clk.Now()) // data queued: send from now
 	for {

@@ -2,6 +2,7 @@ package pacer_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"sync/atomic"
 	"testing"
@@ -32,16 +33,26 @@ func newPacerBackend(tb testing.TB, name string) pacer.Waiter {
 	return w
 }
 
-// TestPacerRealBackends runs two flows on a pacer over every backend in real time. It checks
-// that every packet is sent, in order, never before its departure time, and that the pacer
-// then goes idle and closes cleanly; it asserts no timing (the machine is shared).
+// TestPacerRealBackends runs two flows on a pacer over every backend in real time, exact and
+// with the default tolerance. It checks that every packet is sent, in order, never more than
+// the tolerance before its departure time (exact: never before), and that the pacer then goes
+// idle and closes cleanly; it asserts no timing (the machine is shared).
 func TestPacerRealBackends(t *testing.T) {
 	for _, name := range pacer.WaiterNames() {
-		t.Run(name, func(t *testing.T) {
+		for _, tol := range []time.Duration{pacer.Exact, 0} {
+			t.Run(fmt.Sprintf("%s/tolerance=%v", name, tol), func(t *testing.T) { realBackend(t, name, tol) })
+		}
+	}
+}
+
+func realBackend(t *testing.T, name string, tol time.Duration) {
+	{
+		{
 			t.Cleanup(func() { goleak.VerifyNone(t) }) // after the backend's Close (cleanups are LIFO)
 			w := &flowCountingWaiter{Waiter: newPacerBackend(t, name)}
-			p := pacer.New(w, pacer.Config{})
-			a, b := newFlowPeriodic(50*us, 100), newFlowPeriodic(130*us, 40)
+			p := pacer.New(w, pacer.Config{Tolerance: tol})
+			early := p.Tolerance()
+			a, b := newFlowTolerant(50*us, 100, tol), newFlowTolerant(130*us, 40, tol)
 			start := time.Now()
 			p.Add(a).Schedule(start)
 			p.Add(b).Schedule(start)
@@ -61,10 +72,11 @@ func TestPacerRealBackends(t *testing.T) {
 					}
 				}
 			}
-			// No departure before its schedule: packet k leaves no earlier than k intervals.
+			// No departure more than the tolerance before its slot: packet k leaves no earlier
+			// than k intervals − tolerance.
 			for k, d := range a.times() {
-				if d.Sub(start) < time.Duration(k)*50*us {
-					t.Fatalf("packet %d left at +%v, before its slot", k, d.Sub(start))
+				if d.Sub(start) < time.Duration(k)*50*us-early {
+					t.Fatalf("packet %d left at +%v, more than %v before its slot", k, d.Sub(start), early)
 				}
 			}
 			st := p.Stats()
@@ -74,30 +86,44 @@ func TestPacerRealBackends(t *testing.T) {
 			t.Logf("%s: waits %d (idle %d), lateness p50 %.1f µs p99 %.1f µs max %.1f µs, packets/wake mean %.2f max %.0f",
 				name, w.waits.Load(), w.idle.Load(), st.Lateness.P50, st.Lateness.P99, st.Lateness.Max,
 				st.PacketsPerWake.Mean, st.PacketsPerWake.Max)
-		})
+		}
 	}
 }
 
 // BenchmarkPacerBackend runs one flow at 50 000 packets/s (20 µs apart; 589 Mbit/s of
 // 1472-byte packets) on a pacer over each backend in real time, in catch-up mode (burst 64) and
-// strict mode, and reports the achieved fraction of the rate, the pacer's lateness p50/p99
-// (µs), packets per wake and process CPU per packet. Strict gotimer shows the coarse-timer
-// ceiling: ~1000 packets/s whatever the rate.
+// strict mode, exact and with the default tolerance, and reports the achieved fraction of the
+// rate, the pacer's lateness p50/p99 (µs), packets per wake and process CPU per packet. Strict
+// exact gotimer shows the coarse-timer ceiling: ~1000 packets/s whatever the rate.
 func BenchmarkPacerBackend(b *testing.B) {
 	const interval = 20 * time.Microsecond
 	for _, name := range pacer.WaiterNames() {
 		for _, strict := range []bool{false, true} {
-			mode := "catch-up"
-			if strict {
-				mode = "strict"
+			for _, tol := range []time.Duration{pacer.Exact, 0} {
+				benchBackend(b, name, strict, tol, interval)
 			}
-			b.Run(name+"/"+mode, func(b *testing.B) {
+		}
+	}
+}
+
+func benchBackend(b *testing.B, name string, strict bool, tol, interval time.Duration) {
+	mode := "catch-up"
+	if strict {
+		mode = "strict"
+	}
+	tolName := "exact"
+	if tol >= 0 {
+		tolName = "default"
+	}
+	{
+		{
+			b.Run(name+"/"+mode+"/"+tolName, func(b *testing.B) {
 				w := newPacerBackend(b, name)
-				p := pacer.New(w, pacer.Config{Burst: 64})
+				p := pacer.New(w, pacer.Config{Burst: 64, Tolerance: tol})
 				defer p.Close()
 				var budget atomic.Int64
 				budget.Store(int64(b.N))
-				s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval, Burst: 64, Strict: strict})
+				s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval, Burst: 64, Strict: strict, Tolerance: tol})
 				done := make(chan struct{})
 				h := p.Add(&benchFlow{s: s, budget: &budget, done: done})
 				b.ResetTimer()

@@ -102,21 +102,6 @@ func TestHistogramQuantiles(t *testing.T) {
 	}
 }
 
-func TestGoroutineID(t *testing.T) {
-	id := goroutineID()
-	if id == 0 {
-		t.Fatal("no goroutine id")
-	}
-	ch := make(chan uint64)
-	go func() { ch <- goroutineID() }()
-	if other := <-ch; other == id || other == 0 {
-		t.Fatalf("ids %d and %d", id, other)
-	}
-	if goroutineID() != id {
-		t.Fatal("id changed")
-	}
-}
-
 // BenchmarkHistogramRecord: the per-Release statistics cost.
 func BenchmarkHistogramRecord(b *testing.B) {
 	var h histogram

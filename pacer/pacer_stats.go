@@ -15,7 +15,8 @@ type Stats struct {
 	Stalls     uint64 // Release calls that sent nothing but asked to run again at once (deferred by StallDelay)
 
 	// Lateness is, per Release call, the actual call time minus the scheduled departure time,
-	// in µs (Schedule calls with a zero time are not counted).
+	// in µs (Schedule calls with a zero time are not counted; a call made early, within the
+	// tolerance, counts as 0).
 	Lateness Distribution
 
 	// PacketsPerWake is, per wake that released anything, the packets released before the next

@@ -14,8 +14,9 @@ import (
 
 // TestPacerConcurrentScheduleRemove hammers one pacer (real time, gotimer) from several
 // goroutines with Schedule and Remove on shared flows, while the flows reschedule themselves
-// from Release. It checks the contracts, not timing: no Release after its Remove returned, at
-// most one Release at a time, none after Close returned, and no goroutine left behind.
+// from Release. It checks the contracts, not timing: at most one Release begun before its
+// Remove returned may still run after it (Remove does not wait for it) and none once Removed is
+// closed, at most one Release at a time, none after Close returned, and no goroutine left behind.
 func TestPacerConcurrentScheduleRemove(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	p := pacer.New(pacer.NewGoTimer(), pacer.Config{Burst: 4})
@@ -25,8 +26,10 @@ func TestPacerConcurrentScheduleRemove(t *testing.T) {
 		bad       atomic.Value // string
 	)
 	type flow struct {
-		h    *pacer.Handle
-		gone atomic.Bool // set once Remove has returned
+		h     *pacer.Handle
+		gone  atomic.Bool  // set once Remove has returned
+		after atomic.Int32 // Releases that began after gone was set
+		dead  atomic.Bool  // set once Removed was closed
 	}
 	newFlow := func() *flow {
 		f := &flow{}
@@ -36,8 +39,11 @@ func TestPacerConcurrentScheduleRemove(t *testing.T) {
 				bad.Store("two Releases at once")
 			}
 			defer inRelease.Add(-1)
-			if f.gone.Load() {
-				bad.Store("Release after Remove returned")
+			if f.dead.Load() {
+				bad.Store("Release after Removed was closed")
+			}
+			if f.gone.Load() && f.after.Add(1) > 1 {
+				bad.Store("two Releases after Remove returned")
 			}
 			if closed.Load() {
 				bad.Store("Release after Close returned")
@@ -50,8 +56,8 @@ func TestPacerConcurrentScheduleRemove(t *testing.T) {
 			case 1:
 				return min(max, 2), now.Add(20 * time.Microsecond)
 			case 2:
-				f.h.Remove() // from inside its own Release
-				f.gone.Store(true)
+				f.h.Remove() // from inside its own Release: this one is the last
+				f.dead.Store(true)
 				return 1, now
 			}
 			return 0, time.Time{}
@@ -79,6 +85,10 @@ func TestPacerConcurrentScheduleRemove(t *testing.T) {
 					old := slot.Swap(newFlow())
 					old.h.Remove()
 					old.gone.Store(true)
+					if g == 0 { // one goroutine also waits for the Release in progress to end
+						<-old.h.Removed()
+						old.dead.Store(true)
+					}
 				default:
 					slot.Load().h.Schedule(time.Now().Add(time.Duration(rng.IntN(200)) * time.Microsecond))
 				}

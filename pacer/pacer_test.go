@@ -24,9 +24,17 @@ type flowPeriodic struct {
 	onRel    func(now time.Time)
 }
 
+// newFlowPeriodic paces exactly (no tolerance); newFlowTolerant with tolerance tol.
 func newFlowPeriodic(interval time.Duration, total int) *flowPeriodic {
-	return &flowPeriodic{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval}), total: total}
+	return newFlowTolerant(interval, total, pacer.Exact)
 }
+
+func newFlowTolerant(interval time.Duration, total int, tol time.Duration) *flowPeriodic {
+	return &flowPeriodic{s: pacer.NewScheduler(pacer.SchedulerConfig{Interval: interval, Tolerance: tol}), total: total}
+}
+
+// exact is the Config of the tests that check exact departures.
+var exact = pacer.Config{Tolerance: pacer.Exact}
 
 func (f *flowPeriodic) Release(now time.Time, max int) (int, time.Time) {
 	f.mu.Lock()
@@ -91,7 +99,7 @@ func checkDepartures(t *testing.T, name string, got []time.Time, start time.Time
 func TestPacerExactDepartures(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := &flowCountingWaiter{Waiter: pacer.NewGoTimer()}
-		p := pacer.New(w, pacer.Config{})
+		p := pacer.New(w, exact)
 		defer p.Close()
 		synctest.Wait()                           // the pacer is blocked idle
 		start := time.Now().Add(time.Millisecond) // all queued before the first is due
@@ -159,7 +167,7 @@ func TestPacerManualClockLateness(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clk := newPacerClock()
 	start := clk.Now()
-	p := pacer.New(clk, pacer.Config{Now: clk.Now, Burst: 2})
+	p := pacer.New(clk, pacer.Config{Now: clk.Now, Burst: 2, Tolerance: pacer.Exact})
 	defer p.Close()
 	f := newFlowPeriodic(10*us, 6)
 	h := p.Add(f)
@@ -199,7 +207,7 @@ func TestPacerManualClockLateness(t *testing.T) {
 // wakes the pacer and leaves at its own time, for a new flow and for a queued one.
 func TestPacerScheduleEarlierWakes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pacer.New(pacer.NewGoTimer(), pacer.Config{})
+		p := pacer.New(pacer.NewGoTimer(), exact)
 		defer p.Close()
 		start := time.Now()
 		late := newFlowPeriodic(0, 1)
@@ -237,7 +245,7 @@ func TestPacerScheduleEarlierWakes(t *testing.T) {
 // Release without deadlock; the earlier of its returned next and its Schedule wins.
 func TestPacerScheduleFromRelease(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pacer.New(pacer.NewGoTimer(), pacer.Config{})
+		p := pacer.New(pacer.NewGoTimer(), exact)
 		defer p.Close()
 		start := time.Now()
 		other := newFlowPeriodic(0, 1)
@@ -271,7 +279,8 @@ func TestPacerScheduleFromRelease(t *testing.T) {
 }
 
 // TestPacerRemove covers Remove while queued (during the Wait), while Release runs on the
-// pacer goroutine (Remove waits for it), and from inside Release (no deadlock).
+// pacer goroutine (Remove returns at once; that Release is the last), and from inside Release
+// (no deadlock).
 func TestPacerRemove(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := pacer.New(pacer.NewGoTimer(), pacer.Config{})
@@ -285,39 +294,34 @@ func TestPacerRemove(t *testing.T) {
 		time.Sleep(500 * us)
 		h.Remove()
 		h.Remove() // idempotent
+		<-h.Removed()
 		h.Schedule(start)
 		time.Sleep(time.Second)
 		if f.nCalls() != 0 {
 			t.Fatalf("removed flow released %d times", f.nCalls())
 		}
 
-		// While its Release is running: Remove returns only after Release has returned.
+		// While its Release is running on the pacer goroutine: Remove returns at once, and that
+		// Release, which asks to run again at once, is the last.
 		inRelease, unblock := make(chan struct{}), make(chan struct{})
-		var running atomic.Bool
 		var calls atomic.Int32
 		h2 := p.Add(flowFunc(func(now time.Time, max int) (int, time.Time) {
 			calls.Add(1)
-			running.Store(true)
 			close(inRelease)
 			<-unblock
-			running.Store(false)
 			return 1, now // asks to run again at once: must not happen after Remove
 		}))
 		h2.Schedule(time.Now())
 		<-inRelease
-		removed := make(chan struct{})
-		go func() { h2.Remove(); close(removed) }()
+		h2.Remove() // does not wait for the Release in progress (it would block the test here)
 		synctest.Wait()
 		select {
-		case <-removed:
-			t.Fatal("Remove returned while Release was running")
+		case <-h2.Removed():
+			t.Fatal("Removed closed while Release was running")
 		default:
 		}
 		close(unblock)
-		<-removed
-		if running.Load() {
-			t.Fatal("Release still running after Remove returned")
-		}
+		<-h2.Removed() // closed once that Release has returned
 		time.Sleep(time.Second)
 		if calls.Load() != 1 {
 			t.Fatalf("Release called %d times", calls.Load())
@@ -408,7 +412,7 @@ func TestPacerStallGuard(t *testing.T) {
 // flows due at the same time take turns.
 func TestPacerBurstAndFairness(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pacer.New(pacer.NewGoTimer(), pacer.Config{Burst: 3})
+		p := pacer.New(pacer.NewGoTimer(), pacer.Config{Burst: 3, Tolerance: pacer.Exact})
 		defer p.Close()
 		var order []string
 		start := time.Now()
@@ -450,7 +454,7 @@ func TestPacerBurstAndFairness(t *testing.T) {
 // the pacer wakes at the old time and the Scheduler holds the packet back.
 func TestPacerRateChange(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		p := pacer.New(pacer.NewGoTimer(), pacer.Config{})
+		p := pacer.New(pacer.NewGoTimer(), exact)
 		defer p.Close()
 		start := time.Now()
 		f := newFlowPeriodic(time.Millisecond, 1000)

@@ -6,21 +6,24 @@ import (
 	"time"
 )
 
-// DefaultBurst is the burst cap used when SchedulerConfig.Burst or Config.Burst is zero or
-// negative: at most 16 packets leave per decision. At 1 Gbit/s with 1472-byte packets departures
-// are ~12 µs apart, so 16 packets cover ~190 µs of wake-up lateness before catch-up gives up.
-const DefaultBurst = 16
-
-// SchedulerConfig configures a Scheduler. The zero value is an unlimited rate with DefaultBurst
-// in catch-up mode.
+// SchedulerConfig configures a Scheduler. The zero value is an unlimited rate in catch-up mode
+// with the default burst (BurstFor) and DefaultTolerance.
 type SchedulerConfig struct {
 	// Interval is the time between two departures (1/rate). Zero or negative means unlimited:
 	// every Release may send up to the burst cap. SetRate and SetPacketRate set it from a rate.
 	Interval time.Duration
 
 	// Burst caps the packets released by one Release call and, in catch-up mode, the credit a
-	// late or idle sender may accumulate (in packets). Zero or negative means DefaultBurst.
+	// late or idle sender may accumulate (in packets). Zero or negative means BurstFor(Interval),
+	// following the interval as SetInterval and SetRate change it.
 	Burst int
+
+	// Tolerance is how far from its slot a departure may be (see Config.Tolerance): Release lets
+	// out every packet whose slot is at or before now + Tolerance, so a pacer that wakes once
+	// sends all that is due within the tolerance. Zero means DefaultTolerance; negative means
+	// none (Exact): no packet leaves before its slot. A Pacer and the Schedulers of its flows
+	// should use the same tolerance.
+	Tolerance time.Duration
 
 	// Strict disables catch-up: each packet leaves no earlier than one full interval after the
 	// previous actual departure, and Release releases at most one packet per call (Force aside).
@@ -44,16 +47,25 @@ type SchedulerConfig struct {
 //
 // Strict mode has no catch-up (see SchedulerConfig.Strict).
 //
+// With a tolerance, a packet may leave up to Tolerance before its slot; the slots themselves do
+// not move, so the long-run rate is unchanged, and a Release after a stall sends up to Burst of
+// late slots plus those due within the tolerance (over as many calls as Burst needs). In strict
+// mode a packet let out early counts as leaving at its slot, so early departures never shorten
+// the interval.
+//
 // A Scheduler is not safe for concurrent use; the owner of the flow (the pacer goroutine
-// calling Flow.Release) drives it. The zero value is ready to use: unlimited, DefaultBurst,
-// catch-up.
+// calling Flow.Release) drives it. The zero value is ready to use: unlimited, the default burst,
+// DefaultTolerance, catch-up.
 type Scheduler struct {
 	// The interval is q + r/den ns with 0 ≤ r < den; den == 0 means unlimited.
 	q   int64
 	r   uint64
 	den uint64
 
-	burst  int
+	burst  int   // configured cap; ≤ 0: BurstFor the interval
+	auto   int   // BurstFor the current interval (0 in the zero value: MaxBurst)
+	tol    int64 // ns: the tolerance in force
+	tolSet bool  // tol was resolved from a config (the zero value resolves it lazily)
 	strict bool
 
 	started  bool      // next and prev are valid
@@ -71,13 +83,25 @@ const never = math.MaxInt64
 
 // NewScheduler returns a Scheduler configured by cfg.
 func NewScheduler(cfg SchedulerConfig) *Scheduler {
-	s := &Scheduler{strict: cfg.Strict}
+	s := &Scheduler{strict: cfg.Strict, tol: int64(resolveTolerance(cfg.Tolerance)), tolSet: true}
 	s.SetBurst(cfg.Burst)
 	s.SetInterval(cfg.Interval)
 	return s
 }
 
-// SetBurst sets the burst cap in packets; n ≤ 0 means DefaultBurst.
+// Tolerance reports the tolerance in force (0: exact).
+func (s *Scheduler) Tolerance() time.Duration { return time.Duration(s.horizon()) }
+
+// horizon is the tolerance in ns, resolving the zero Scheduler's to DefaultTolerance.
+func (s *Scheduler) horizon() int64 {
+	if !s.tolSet {
+		s.tol, s.tolSet = int64(DefaultTolerance), true
+	}
+	return s.tol
+}
+
+// SetBurst sets the burst cap in packets; n ≤ 0 means BurstFor the interval (see
+// SchedulerConfig.Burst).
 func (s *Scheduler) SetBurst(n int) {
 	if n <= 0 {
 		n = 0 // resolved lazily so that the zero Scheduler works
@@ -88,10 +112,13 @@ func (s *Scheduler) SetBurst(n int) {
 
 // Burst reports the burst cap in packets.
 func (s *Scheduler) Burst() int {
-	if s.burst <= 0 {
-		return DefaultBurst
+	switch {
+	case s.burst > 0:
+		return s.burst
+	case s.auto > 0:
+		return s.auto
 	}
-	return s.burst
+	return MaxBurst
 }
 
 // Strict reports whether the scheduler is in strict (no catch-up) mode.
@@ -154,6 +181,10 @@ func (s *Scheduler) Interval() time.Duration {
 func (s *Scheduler) setFraction(q int64, r, den uint64) {
 	s.q, s.r, s.den = q, r, den
 	s.creditOK = false
+	s.auto = MaxBurst
+	if den != 0 {
+		s.auto = BurstFor(time.Duration(q))
+	}
 	if !s.started {
 		return
 	}
@@ -164,10 +195,11 @@ func (s *Scheduler) setFraction(q int64, r, den uint64) {
 	}
 }
 
-// Release reports how many of want packets may leave at now and records them as sent at now.
-// It returns 0 when want ≤ 0 or the next departure is after now. The result never exceeds want
-// or the burst cap; in strict mode it is at most 1. When Release returns fewer than
-// min(want, burst) in catch-up mode, Next is after now.
+// Release reports how many of want packets may leave at now and records them as sent at now:
+// those whose slots are due by now + Tolerance. It returns 0 when want ≤ 0 or the next departure
+// is after now + Tolerance. The result never exceeds want or the burst cap; in strict mode it is
+// at most 1. When Release returns fewer than min(want, burst) in catch-up mode, Next is after
+// now + Tolerance.
 func (s *Scheduler) Release(now time.Time, want int) (n int) {
 	if want <= 0 {
 		return 0
@@ -181,16 +213,20 @@ func (s *Scheduler) Release(now time.Time, want int) (n int) {
 		s.prev, s.next, s.rem = t, t, 0
 		return limit
 	}
-	if t < s.next || s.next == never {
+	h := addSat(t, s.horizon()) // slots due by h leave now
+	if h < s.next || s.next == never {
 		return 0
 	}
 	if s.strict {
-		s.prev, s.next = t, t
+		// Early (within the tolerance): the packet counts as leaving at its slot. Late: at now,
+		// and the lateness is not made up.
+		s.prev = max(t, s.next)
+		s.next = s.prev
 		s.advance(1)
 		return 1
 	}
 	s.bound(t)
-	for n < limit && s.next <= t && s.next != never {
+	for n < limit && s.next <= h && s.next != never {
 		s.prev = s.next
 		s.advance(1)
 		n++
@@ -248,6 +284,7 @@ func (s *Scheduler) ns(now time.Time) int64 {
 }
 
 // bound caps catch-up credit to the burst: no slot before t − ⌊(burst−1)·interval⌋ stays due.
+// The credit bounds how late a packet may leave; the tolerance, how early: they add up.
 func (s *Scheduler) bound(t int64) {
 	if !s.creditOK {
 		n := uint64(s.Burst() - 1)

@@ -27,7 +27,9 @@ func FuzzScheduler(f *testing.F) {
 		for _, o := range ops {
 			all = append(all, o...)
 		}
-		f.Add(interval, burst, strict, all)
+		for _, tol := range []int32{-1, 0, 25_000} {
+			f.Add(interval, burst, strict, tol, all)
+		}
 	}
 	seed(10_000, 4, false, op(0, 0, 1), op(0, 35_000, 5), op(0, 1e9, 100), op(5, 1, 0), op(0, 10, 50))
 	seed(10_000, 4, true, op(0, 0, 3), op(0, 25_000, 3), op(8, 0, 2), op(0, 13_000, 2))
@@ -35,12 +37,21 @@ func FuzzScheduler(f *testing.F) {
 	seed(1, 1000, false, op(7, 4e9, 0), op(0, 0, 1e6), op(0, 1000, 1e6), op(9, math.MaxInt64, 0), op(0, 1, 5))
 	seed(math.MaxInt64, -1, true, op(6, 1, math.MaxInt64), op(0, 0, 1), op(9, math.MinInt64, 0), op(0, 0, 1))
 
-	f.Fuzz(func(t *testing.T, interval int64, burst int16, strict bool, ops []byte) {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: time.Duration(interval), Burst: int(burst), Strict: strict})
-		B := int64(s.Burst())
-		if burst > 0 && B != int64(burst) || burst <= 0 && B != pacer.DefaultBurst {
-			t.Fatalf("burst %d → %d", burst, B)
+	f.Fuzz(func(t *testing.T, interval int64, burst int16, strict bool, tolNs int32, ops []byte) {
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: time.Duration(interval), Burst: int(burst), Strict: strict,
+			Tolerance: time.Duration(tolNs)})
+		tol := int64(s.Tolerance())
+		if tolNs < 0 && tol != 0 || tolNs == 0 && tol != int64(pacer.DefaultTolerance) || tolNs > 0 && tol != int64(tolNs) {
+			t.Fatalf("tolerance %d → %d", tolNs, tol)
 		}
+		checkBurst := func() int64 {
+			B := int64(s.Burst())
+			if burst > 0 && B != int64(burst) || burst <= 0 && (B < pacer.MinBurst || B > pacer.MaxBurst) {
+				t.Fatalf("burst %d → %d", burst, B)
+			}
+			return B
+		}
+		B := checkBurst()
 		// period is the exact interval in ns (nil = unlimited), mirrored from the calls made.
 		var period *big.Rat
 		setPeriod := func(num, den int64) {
@@ -96,7 +107,8 @@ func FuzzScheduler(f *testing.F) {
 			}
 			cur = addSatTest(cur, a&(1<<40-1)) // mostly forward steps up to ~18 min
 			now := schedT0.Add(time.Duration(cur))
-			if !seen {
+			// The scheduler's epoch is the first time it reads: a Force of n ≤ 0 reads none.
+			if !seen && (kind != 8 || b%1000 > 0) {
 				seen, epoch = true, cur
 			}
 			if kind == 8 {
@@ -105,6 +117,7 @@ func FuzzScheduler(f *testing.F) {
 				continue
 			}
 			want := int(b % 5000)
+			B = checkBurst() // the default burst follows the rate
 			n := s.Release(now, want)
 			if n < 0 || n > max(want, 0) || int64(n) > B {
 				t.Fatalf("Release(want %d, burst %d) = %d", want, B, n)
@@ -124,8 +137,11 @@ func FuzzScheduler(f *testing.F) {
 			if period != nil && strict {
 				heldBack = n == 0
 			}
-			if period != nil && heldBack && !next.After(now) && next.Sub(schedT0) < math.MaxInt64/2 {
-				t.Fatalf("released %d of %d (burst %d) at %v but Next %v is not after now", n, want, B, cur, next.Sub(schedT0))
+			// (A Next that saturated in the scheduler's own ns since its epoch is never due.)
+			if horizon := now.Add(time.Duration(tol)); period != nil && heldBack && !next.After(horizon) &&
+				next.Sub(schedT0.Add(time.Duration(epoch))) < math.MaxInt64/2 {
+				t.Fatalf("released %d of %d (burst %d) at %v but Next %v is not after now + tolerance %d", n, want, B, cur,
+					next.Sub(schedT0), tol)
 			}
 			if period == nil || n == 0 {
 				continue
@@ -134,9 +150,10 @@ func FuzzScheduler(f *testing.F) {
 				segStart, segCount = cur, 0
 			}
 			segCount += int64(n)
-			// count ≤ ⌊(now − first + 1 ns)/period⌋ + burst + 1 (strict: + 1); the 1 ns is the
-			// rounding of departures to whole nanoseconds.
-			allowed := new(big.Rat).SetInt64(cur - segStart + 1)
+			// count ≤ ⌊(now − first + 1 ns + tolerance)/period⌋ + burst + 1 (strict: + 1); the
+			// 1 ns is the rounding of departures to whole nanoseconds.
+			span := cur - segStart + 1 + tol
+			allowed := new(big.Rat).SetInt64(span)
 			allowed.Quo(allowed, period)
 			lim := new(big.Int).Quo(allowed.Num(), allowed.Denom())
 			extra := B + 1

@@ -47,7 +47,7 @@ func runTimeline(t *testing.T, s *pacer.Scheduler, steps []schedStep) {
 }
 
 func TestSchedulerCatchUpTimeline(t *testing.T) {
-	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 4})
+	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 4, Tolerance: pacer.Exact})
 	runTimeline(t, s, []schedStep{
 		{at: 0, want: 1, n: 1, next: 10 * us},      // first packet leaves at once
 		{at: 5 * us, want: 1, n: 0, next: 10 * us}, // early: nothing
@@ -64,7 +64,7 @@ func TestSchedulerCatchUpTimeline(t *testing.T) {
 }
 
 func TestSchedulerBurstCapsCatchUp(t *testing.T) {
-	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 3})
+	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 3, Tolerance: pacer.Exact})
 	runTimeline(t, s, []schedStep{
 		{at: 0, want: 1, n: 1, next: 10 * us},
 		{at: 100 * us, want: 100, n: 3, next: 110 * us}, // 10 slots late, 3 go: credit is 3 packets
@@ -74,7 +74,7 @@ func TestSchedulerBurstCapsCatchUp(t *testing.T) {
 }
 
 func TestSchedulerStrictTimeline(t *testing.T) {
-	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 4, Strict: true})
+	s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Burst: 4, Strict: true, Tolerance: pacer.Exact})
 	runTimeline(t, s, []schedStep{
 		{at: 0, want: 3, n: 1, next: 10 * us}, // one per decision, whatever the burst
 		{at: 10 * us, want: 3, n: 1, next: 20 * us},
@@ -90,7 +90,7 @@ func TestSchedulerRateChange(t *testing.T) {
 		return func(s *pacer.Scheduler) { s.SetInterval(d) }
 	}
 	for _, strict := range []bool{false, true} {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Strict: strict})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Strict: strict, Tolerance: pacer.Exact})
 		runTimeline(t, s, []schedStep{
 			{op: setI(50 * us), next: noNext}, // before any departure: nothing to move
 			{at: 0, want: 1, n: 1, next: 50 * us},
@@ -102,8 +102,8 @@ func TestSchedulerRateChange(t *testing.T) {
 			{at: 120 * us, want: 1, n: 1, next: 220 * us},
 			{op: setI(1 * us), next: 121 * us}, // faster: no need to wait out the old 100 µs
 			{at: 121 * us, want: 1, n: 1, next: 122 * us},
-			{op: setI(0), next: 121 * us}, // unlimited: Next is the last departure
-			{at: 121 * us, want: 100, n: pacer.DefaultBurst, next: 121 * us},
+			{op: setI(0), next: 121 * us},                                // unlimited: Next is the last departure
+			{at: 121 * us, want: 100, n: pacer.MaxBurst, next: 121 * us}, // unlimited: one GSO batch
 			{op: setI(10 * us), next: 131 * us},
 		})
 	}
@@ -114,7 +114,7 @@ func TestSchedulerForcePacketPair(t *testing.T) {
 		return func(s *pacer.Scheduler) { s.Force(schedT0.Add(at), n) }
 	}
 	t.Run("catch-up", func(t *testing.T) {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Tolerance: pacer.Exact})
 		runTimeline(t, s, []schedStep{
 			{at: 0, want: 1, n: 1, next: 10 * us}, // the probe (seq&0xF == 0)
 			{op: force(0, 1), next: 20 * us},      // its partner leaves back to back, taking slot 10
@@ -125,7 +125,7 @@ func TestSchedulerForcePacketPair(t *testing.T) {
 		})
 	})
 	t.Run("strict", func(t *testing.T) {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Strict: true})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Strict: true, Tolerance: pacer.Exact})
 		runTimeline(t, s, []schedStep{
 			{at: 0, want: 1, n: 1, next: 10 * us},
 			{op: force(3*us, 1), next: 13 * us}, // one interval after the forced departure
@@ -133,7 +133,7 @@ func TestSchedulerForcePacketPair(t *testing.T) {
 		})
 	})
 	t.Run("first", func(t *testing.T) {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 10 * us, Tolerance: pacer.Exact})
 		runTimeline(t, s, []schedStep{
 			{op: force(5*us, 2), next: 25 * us},
 			{at: 25 * us, want: 9, n: 1, next: 35 * us},
@@ -187,7 +187,7 @@ func TestSchedulerExtremeRates(t *testing.T) {
 			func(s *pacer.Scheduler) { s.SetPacketRate(0) },
 			func(s *pacer.Scheduler) { s.SetInterval(-time.Second) },
 		} {
-			s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: time.Second, Burst: 7})
+			s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: time.Second, Burst: 7, Tolerance: pacer.Exact})
 			set(s)
 			if s.Interval() != 0 {
 				t.Fatalf("interval %v, want 0 (unlimited)", s.Interval())
@@ -221,7 +221,7 @@ func TestSchedulerExtremeRates(t *testing.T) {
 		}
 	})
 	t.Run("sub-nanosecond interval", func(t *testing.T) {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Burst: 1000})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Burst: 1000, Tolerance: pacer.Exact})
 		s.SetPacketRate(4e9)                      // 0.25 ns apart
 		if n := s.Release(schedT0, 1e6); n != 4 { // the schedule starts at now: 4 slots in its first ns
 			t.Fatalf("first: %d", n)
@@ -254,7 +254,7 @@ func TestSchedulerCoarseTimer(t *testing.T) {
 		{strict: false, burst: 64, min: 1 + 999*20, max: 1 + 999*20},
 		{strict: false, burst: 8, min: 1 + 999*8, max: 1 + 999*8},
 	} {
-		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 50 * us, Burst: tc.burst, Strict: tc.strict})
+		s := pacer.NewScheduler(pacer.SchedulerConfig{Interval: 50 * us, Burst: tc.burst, Strict: tc.strict, Tolerance: pacer.Exact})
 		now, sent := schedT0, 0
 		for now.Before(schedT0.Add(time.Second)) {
 			sent += s.Release(now, 1<<20)
@@ -271,8 +271,9 @@ func TestSchedulerCoarseTimer(t *testing.T) {
 
 func TestSchedulerZeroValueAndClockStepBack(t *testing.T) {
 	var s pacer.Scheduler
-	if !s.Next().IsZero() || s.Burst() != pacer.DefaultBurst || s.Interval() != 0 || s.Strict() {
-		t.Fatalf("zero Scheduler: next %v burst %d interval %v", s.Next(), s.Burst(), s.Interval())
+	if !s.Next().IsZero() || s.Burst() != pacer.MaxBurst || s.Interval() != 0 || s.Strict() ||
+		s.Tolerance() != pacer.DefaultTolerance {
+		t.Fatalf("zero Scheduler: next %v burst %d interval %v tolerance %v", s.Next(), s.Burst(), s.Interval(), s.Tolerance())
 	}
 	s.SetInterval(10 * us)
 	if n := s.Release(schedT0, 1); n != 1 {

@@ -23,3 +23,20 @@ type Waiter interface {
 	// and further ones coalesce. It is safe from any goroutine and never blocks.
 	Wake()
 }
+
+// TolerantWaiter is a Waiter that can spend less CPU on a wait that may end up to a tolerance
+// after its deadline: the Pacer calls WaitTolerant instead of Wait when its Config.Tolerance is
+// positive and its Waiter implements it. Hybrid does; the other backends never spin, so a
+// tolerance has nothing to save in them and they keep Wait alone.
+//
+// The tolerance only ever makes a wait later, never earlier: the Pacer spends the early side of
+// its tolerance itself, by releasing what is due within it when it wakes. A waiter that woke at
+// deadline − tol would leave every packet tol early and, at high rates, wake once per packet.
+type TolerantWaiter interface {
+	Waiter
+
+	// WaitTolerant is Wait with a tolerance tol ≥ 0: it never returns before deadline unless
+	// woken, aims to return by deadline + tol, and spends CPU (spins) only for the part of its
+	// wake-up tail that tol does not absorb. WaitTolerant(d, 0) is Wait(d).
+	WaitTolerant(deadline time.Time, tol time.Duration) (woken bool)
+}

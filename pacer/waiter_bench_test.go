@@ -12,10 +12,16 @@ import (
 
 // BenchmarkWait measures each backend's lateness past the deadline and its CPU cost, for the
 // waits pacerbench uses: e.g. BenchmarkWait/hybrid/100us reports late-p50-us, late-p99-us and
-// cpu-us/wait (process CPU from getrusage divided by waits).
+// cpu-us/wait (process CPU from getrusage divided by waits). hybrid-tolerant is Hybrid's
+// WaitTolerant with DefaultTolerance: how much of the CPU the tolerance saves, and at what
+// lateness (the pacer's release window spends the early side).
 func BenchmarkWait(b *testing.B) {
-	for _, name := range WaiterNames() {
+	for _, name := range append(WaiterNames(), "hybrid-tolerant") {
 		b.Run(name, func(b *testing.B) {
+			tol := time.Duration(0)
+			if name == "hybrid-tolerant" {
+				name, tol = "hybrid", DefaultTolerance
+			}
 			w, err := NewWaiter(name)
 			if errors.Is(err, errors.ErrUnsupported) {
 				b.Skip(err)
@@ -24,6 +30,10 @@ func BenchmarkWait(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer closeWaiter(w)
+			wait := w.Wait
+			if tw, ok := w.(TolerantWaiter); ok && tol > 0 {
+				wait = func(d time.Time) bool { return tw.WaitTolerant(d, tol) }
+			}
 			for _, d := range []time.Duration{10 * time.Microsecond, 50 * time.Microsecond,
 				100 * time.Microsecond, 500 * time.Microsecond, 800 * time.Microsecond} {
 				b.Run(fmt.Sprintf("%dus", d/time.Microsecond), func(b *testing.B) {
@@ -31,7 +41,7 @@ func BenchmarkWait(b *testing.B) {
 					cpu0 := cputime.Process()
 					for b.Loop() {
 						deadline := time.Now().Add(d)
-						w.Wait(deadline)
+						wait(deadline)
 						late = append(late, time.Since(deadline))
 					}
 					cpu := cputime.Process() - cpu0

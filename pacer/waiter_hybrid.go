@@ -9,13 +9,18 @@ import (
 // on time.Now for the rest, so it is as precise as Spin while burning CPU only for the margin.
 //
 // The margin follows the observed wake-up tail of the OS sleep: Hybrid records how late each sleep
-// woke (oversleep, ns) in a ring of the last 128 sleeps and sets the margin to the third-largest of
-// them (about the 98th percentile) plus 2 µs, clamped to [3 µs, 1.5 ms]. A one-off 1–10 ms vCPU
-// preemption therefore cannot hold the margin up (it needs three in 128 sleeps), while a noisier
-// system raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it,
-// and a wait shorter than the margin does not sleep, a margin that saw no sleep for a second is
-// halved (the ring is capped at half of it), so it comes back down after a burst of load even when
-// the waits are short; a sleep that then wakes late raises it again.
+// woke (oversleep) over its last 512 sleeps and takes their 99th percentile plus 2 µs (the p99 at
+// which the pacer's precision is stated), clamped to [3 µs, 1.5 ms]. Five samples lie above that
+// quantile, so a one-off 1–10 ms vCPU preemption cannot hold the margin up, while a noisier system
+// raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it, and a wait
+// shorter than the margin does not sleep, a margin that saw no sleep for a second is halved (every
+// sample is capped at half of it), so it comes back down after a burst of load even when the waits
+// are short; a sleep that then wakes late raises it again.
+//
+// WaitTolerant trades that spin for a tolerance: a wait that may end up to tol after its deadline
+// needs a margin of only p99 + 2 µs − tol, none once the tail fits in the tolerance (then it is a
+// pure OS sleep to the deadline, late by the wake-up's own lateness); the spin covers the rest of
+// the tail, up to the deadline. Wait is WaitTolerant with no tolerance.
 //
 // The OS sleep is, on Linux, a futex wait with an absolute CLOCK_MONOTONIC timeout on the calling
 // goroutine's own thread with PR_SET_TIMERSLACK = 1 ns (the default 50 µs slack would otherwise be
@@ -32,16 +37,13 @@ import (
 // wakes a pending Wait, and the Hybrid stays usable.
 type Hybrid struct {
 	wake   wakeSignal
-	sleep  hybridSleeper     // platform OS sleep (waiter_hybrid_linux.go / _other.go)
-	margin atomic.Int64      // ns; read by Margin from any goroutine
-	tail   [hybridRing]int64 // oversleep samples, ns; Wait only
-	next   int
-	learnt time.Time // when the ring last changed; Wait only
+	sleep  hybridSleeper // platform OS sleep (waiter_hybrid_linux.go / _other.go)
+	tail   atomic.Int64  // ns: the p99 oversleep of the window; read by Margin from any goroutine
+	late   lateTail      // oversleep samples; Wait only
+	learnt time.Time     // when the window last changed; Wait only
 }
 
 const (
-	hybridRing      = 128
-	hybridRank      = 3 // margin = hybridRank-th largest oversleep in the ring
 	hybridGuard     = 2 * time.Microsecond
 	hybridMinMargin = 3 * time.Microsecond
 	hybridMaxMargin = 1500 * time.Microsecond
@@ -55,30 +57,45 @@ func NewHybrid() *Hybrid {
 	h := &Hybrid{wake: newWakeSignal()}
 	h.sleep.init()
 	h.learnt = time.Now()
-	for i := range h.tail {
-		h.tail[i] = int64(hybridStart - hybridGuard)
-	}
-	h.margin.Store(int64(hybridStart))
+	h.late.reset(int64(hybridStart - hybridGuard))
+	h.recompute()
 	return h
 }
 
-// Margin reports the current spin margin: how long before a deadline the OS sleep ends.
-func (h *Hybrid) Margin() time.Duration { return time.Duration(h.margin.Load()) }
+// Margin reports the current spin margin of an exact wait (Wait): how long before a deadline the
+// OS sleep ends. A tolerant wait's margin is this minus its tolerance, at least zero.
+func (h *Hybrid) Margin() time.Duration { return h.margin(0) }
+
+// margin is the spin margin for a wait with tolerance tol: the part of the wake-up tail (p99 +
+// guard) that tol does not absorb. With no tolerance it is clamped to [hybridMinMargin,
+// hybridMaxMargin]; with one it may fall to zero (a pure sleep).
+func (h *Hybrid) margin(tol time.Duration) time.Duration {
+	m := min(time.Duration(h.tail.Load())+hybridGuard, hybridMaxMargin)
+	if tol <= 0 {
+		return max(m, hybridMinMargin)
+	}
+	return max(m-tol, 0)
+}
 
 // Wait implements Waiter.
-func (h *Hybrid) Wait(deadline time.Time) (woken bool) {
+func (h *Hybrid) Wait(deadline time.Time) (woken bool) { return h.WaitTolerant(deadline, 0) }
+
+// WaitTolerant implements TolerantWaiter: it returns no earlier than deadline unless woken, and
+// spins only for the part of its wake-up tail that tol does not absorb (see Hybrid). A tolerance
+// ≤ 0 is an exact Wait.
+func (h *Hybrid) WaitTolerant(deadline time.Time, tol time.Duration) (woken bool) {
 	if deadline.IsZero() {
 		return h.wake.block(nil)
 	}
 	if h.wake.take() {
 		return true
 	}
-	margin := time.Duration(h.margin.Load())
+	tol = max(tol, 0)
 	now := time.Now()
-	if margin > hybridMinMargin && now.Sub(h.learnt) > hybridForget {
-		margin = h.forget(now, margin)
+	if now.Sub(h.learnt) > hybridForget && h.Margin() > hybridMinMargin {
+		h.forget(now)
 	}
-	wakeAt := deadline.Add(-margin)
+	wakeAt := deadline.Add(-h.margin(tol))
 	if wakeAt.Sub(now) >= hybridMinSleep {
 		woken, late := h.sleep.sleep(&h.wake, wakeAt)
 		if woken {
@@ -105,43 +122,18 @@ func (h *Hybrid) Close() error {
 	return nil
 }
 
-// forget halves the margin by capping every sample, and returns the new margin.
-func (h *Hybrid) forget(now time.Time, margin time.Duration) time.Duration {
-	limit := int64(margin/2 - hybridGuard)
-	for i, v := range h.tail {
-		h.tail[i] = min(v, limit)
-	}
+// forget halves the exact margin by capping every sample at half of it.
+func (h *Hybrid) forget(now time.Time) {
+	h.late.capAt(int64(h.Margin()/2 - hybridGuard))
 	h.learnt = now
-	return h.recompute()
+	h.recompute()
 }
 
 // record adds one oversleep sample and recomputes the margin.
 func (h *Hybrid) record(late time.Duration) {
-	h.tail[h.next] = int64(late)
-	h.next = (h.next + 1) % hybridRing
+	h.late.record(int64(late))
 	h.recompute()
 }
 
-// recompute sets the margin from the ring and returns it.
-func (h *Hybrid) recompute() time.Duration {
-	// The hybridRank-th largest sample, by a single pass keeping the top hybridRank.
-	var top [hybridRank]int64
-	for i := range top {
-		top[i] = -1
-	}
-	for _, v := range h.tail {
-		if v <= top[hybridRank-1] {
-			continue
-		}
-		j := hybridRank - 1
-		for j > 0 && v > top[j-1] {
-			top[j] = top[j-1]
-			j--
-		}
-		top[j] = v
-	}
-	m := time.Duration(top[hybridRank-1]) + hybridGuard
-	m = min(max(m, hybridMinMargin), hybridMaxMargin)
-	h.margin.Store(int64(m))
-	return m
-}
+// recompute publishes the window's p99.
+func (h *Hybrid) recompute() { h.tail.Store(h.late.quantile(tailQuantile)) }

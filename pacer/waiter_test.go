@@ -3,6 +3,8 @@ package pacer
 import (
 	"errors"
 	"io"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,43 +210,101 @@ func TestNewWaiterUnknown(t *testing.T) {
 	closeWaiter(w)
 }
 
+// edge is the upper edge of the tail bucket holding v ns: what lateTail.quantile reports.
+func edge(v time.Duration) time.Duration {
+	low, width := histBounds(int(tailIndex(int64(v))))
+	return time.Duration(low + width - 1)
+}
+
 func TestHybridMarginFollowsTail(t *testing.T) {
 	h := NewHybrid()
-	if h.Margin() != hybridStart {
-		t.Fatalf("start margin %v", h.Margin())
+	if got, want := h.Margin(), edge(hybridStart-hybridGuard)+hybridGuard; got != want {
+		t.Fatalf("start margin %v, want %v", got, want)
 	}
 	us := time.Microsecond
-	for range hybridRing {
+	for range tailWindow {
 		h.record(10 * us)
 	}
-	if got, want := h.Margin(), 10*us+hybridGuard; got != want {
+	if got, want := h.Margin(), edge(10*us)+hybridGuard; got != want {
 		t.Fatalf("steady margin %v, want %v", got, want)
 	}
-	h.record(5 * time.Millisecond) // two outliers do not move it (rank 3)
-	h.record(4 * time.Millisecond)
-	if got, want := h.Margin(), 10*us+hybridGuard; got != want {
-		t.Fatalf("margin after 2 outliers %v, want %v", got, want)
+	// Five outliers in the window of 512 are the 1 % above the p99: the margin does not move.
+	for range 5 {
+		h.record(5 * time.Millisecond)
 	}
-	h.record(40 * us)
-	if got, want := h.Margin(), 40*us+hybridGuard; got != want {
-		t.Fatalf("margin after a third high sample %v, want %v", got, want)
+	if got, want := h.Margin(), edge(10*us)+hybridGuard; got != want {
+		t.Fatalf("margin after 5 outliers %v, want %v", got, want)
+	}
+	h.record(40 * us) // a sixth sample above: the p99 is now the lowest of the six
+	if got, want := h.Margin(), edge(40*us)+hybridGuard; got != want {
+		t.Fatalf("margin after a sixth high sample %v, want %v", got, want)
 	}
 	h.record(3 * time.Millisecond)
 	if got := h.Margin(); got != hybridMaxMargin {
 		t.Fatalf("margin %v, want the clamp %v", got, hybridMaxMargin)
 	}
-	// No sleep for longer than hybridForget: each forget halves the margin.
+	// A tolerance absorbs the tail: the margin is what is left of it, down to a pure sleep.
+	if got, want := h.margin(500*us), hybridMaxMargin-500*us; got != want {
+		t.Fatalf("margin with 500 µs tolerance %v, want %v", got, want)
+	}
+	if got := h.margin(2 * time.Millisecond); got != 0 {
+		t.Fatalf("margin with 2 ms tolerance %v, want 0 (sleep only)", got)
+	}
+	// No sleep for longer than hybridForget: each forget halves the margin (to a bucket).
 	now := time.Now()
-	if got, want := h.forget(now, h.Margin()), hybridMaxMargin/2; got != want {
+	before := h.Margin()
+	h.forget(now)
+	if got, want := h.Margin(), edge(before/2-hybridGuard)+hybridGuard; got != want {
 		t.Fatalf("forget: margin %v, want %v", got, want)
 	}
-	if got, want := h.forget(now, h.Margin()), hybridMaxMargin/4; got != want || h.Margin() != want {
+	before = h.Margin()
+	h.forget(now)
+	if got, want := h.Margin(), edge(before/2-hybridGuard)+hybridGuard; got != want {
 		t.Fatalf("second forget: margin %v, want %v", got, want)
 	}
-	for range hybridRing {
+	for range tailWindow {
 		h.record(0)
 	}
 	if got := h.Margin(); got != hybridMinMargin {
 		t.Fatalf("margin %v, want the floor %v", got, hybridMinMargin)
+	}
+	if got := h.margin(us); got != hybridGuard-us {
+		t.Fatalf("margin with 1 µs tolerance over a zero tail %v, want %v", got, hybridGuard-us)
+	}
+}
+
+// TestLateTailQuantile compares the window's p99 with the exact one of the last tailWindow
+// samples, for random tails: the estimate is never below it and at most one bucket above.
+func TestLateTailQuantile(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	var lt lateTail
+	lt.reset(0)
+	var all []int64
+	for step := range 5000 {
+		var v int64
+		switch rng.IntN(3) {
+		case 0:
+			v = int64(rng.ExpFloat64() * 40_000)
+		case 1:
+			v = int64(rng.IntN(20))
+		default:
+			v = int64(rng.IntN(2_000_000))
+		}
+		all = append(all, v)
+		lt.record(v)
+		if step < tailWindow || step%97 != 0 {
+			continue
+		}
+		win := slices.Clone(all[len(all)-tailWindow:])
+		slices.Sort(win)
+		exact := win[tailWindow-1-5] // the p99: 5 samples (1 % of 512, rounded down) above it
+		got := lt.quantile(tailQuantile)
+		if got < exact || got > exact+exact/8+1 {
+			t.Fatalf("step %d: p99 estimate %d, exact %d", step, got, exact)
+		}
+	}
+	lt.capAt(1000)
+	if got := lt.quantile(tailQuantile); got != int64(edge(1000)) {
+		t.Fatalf("after capAt(1000): %d", got)
 	}
 }

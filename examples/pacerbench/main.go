@@ -5,14 +5,17 @@
 //
 //	pacerbench [wait] [flags]    N waits of each length per backend: the timer-precision table
 //	pacerbench periodic [flags]  K periodic tasks on one pacer.Pacer: interval AVG, STDDEV, P(±5µs)
-//	pacerbench rate [flags]      a UDP sender on loopback paced at -rate: achieved Mbit/s
+//	pacerbench rate [flags]      a UDP sender on loopback paced at each of -rates and -tolerances:
+//	                             achieved rate, departure error, packets per wake, wakes/s, CPU
 //
 // Common flags: -backends a,b,… (default all this system supports), -n N, -json (one JSON array
-// on stdout, nothing else there), -plot FILE.png (histograms per backend). Progress goes to
-// stderr. Run `pacerbench MODE -h` for each mode's flags.
+// on stdout, nothing else there), -plot FILE.png (wait, periodic: histograms per backend; rate:
+// the frontier, pacing CPU against p99 departure error). Progress goes to stderr. Run
+// `pacerbench MODE -h` for each mode's flags.
 //
-// All times printed are in µs. CPU figures come from getrusage(RUSAGE_SELF): the whole
-// process, so they include the receiver in rate mode.
+// All times printed are in µs. CPU figures come from getrusage(RUSAGE_SELF). In wait and
+// periodic mode that is the whole process; in rate mode the receiver runs in a child process, so
+// the sender's figure is the pacing alone, shown beside the total of both.
 package main
 
 import (
@@ -47,6 +50,9 @@ func (e usageError) Error() string { return e.msg }
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
 func main() {
+	if os.Getenv(receiverEnv) == "1" {
+		os.Exit(receiverMain())
+	}
 	err := run(os.Args[1:], os.Stdout, os.Stderr)
 	switch {
 	case err == nil:
@@ -91,16 +97,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 		exec = func() error { return periodicMode(c, p) }
 	case "rate":
 		var r rateConfig
-		fs.IntVar(&c.n, "n", 0, "stop after N packets per backend (0: run for -duration)")
-		rate := fs.String("rate", "500mbit", "target rate, > 0: a number with unit bit, kbit, mbit or gbit (per second)")
-		fs.DurationVar(&r.duration, "duration", 3e9, "send time per backend (> 0)")
+		fs.IntVar(&c.n, "n", 0, "stop after N packets per run (0: run for -duration)")
+		rates := "10mbit,100mbit,1gbit"
+		ratesFlag := func(v string) error { rates = v; return nil }
+		fs.Func("rates", "comma-separated target rates, each > 0: a number with unit bit, kbit, mbit or gbit (per second) (default "+rates+")", ratesFlag)
+		fs.Func("rate", "the same as -rates, for one rate", ratesFlag)
+		tols := fs.String("tolerances", "0,default", "comma-separated pacing tolerances: Go durations ≥ 0 (0: exact) or \"default\" (pacer.DefaultTolerance)")
+		fs.DurationVar(&r.duration, "duration", 3e9, "send time per run (> 0)")
 		fs.BoolVar(&r.strict, "strict", false, "strict pacing: no catch-up, each packet waits a full interval after the previous one")
 		exec = func() error {
-			bps, err := parseRate(*rate)
-			if err != nil {
+			var err error
+			if r.rates, err = parseRates(rates); err != nil {
 				return err
 			}
-			r.bitsPerSec = bps
+			if r.tolerances, err = parseTolerances(*tols); err != nil {
+				return err
+			}
 			return rateMode(c, r)
 		}
 	default:

@@ -9,13 +9,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/udtgo/udt/pacer"
 )
 
 // TestMain lets the test binary act as pacerbench itself (for the exit-status tests).
 func TestMain(m *testing.M) {
-	if os.Getenv("PACERBENCH_AS_MAIN") == "1" {
+	if os.Getenv("PACERBENCH_AS_MAIN") == "1" || os.Getenv(receiverEnv) == "1" {
 		main()
 		os.Exit(0)
 	}
@@ -96,15 +99,58 @@ func TestSmokePeriodic(t *testing.T) {
 
 func TestSmokeRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
+	png := filepath.Join(t.TempDir(), "frontier.png")
 	for _, strict := range []string{"-strict=false", "-strict"} {
-		rows := runJSON(t, "rate", "-backends", "gotimer,spin", "-rate", "20mbit", "-duration", "100ms", strict)
-		checkFields(t, rows, "rate", "strict", "target_mbps", "achieved_mbps", "late_p50_us", "late_p99_us",
-			"pkts_per_wake_p50", "pkts_per_wake_max", "cpu_pct")
-		for _, r := range rows {
-			if r["target_mbps"].(float64) != 20 || r["achieved_mbps"].(float64) <= 0 {
-				t.Errorf("rate row %v", r)
+		rows := runJSON(t, "rate", "-backends", "gotimer,hybrid", "-rates", "20mbit,50mbit", "-tolerances", "0,100us",
+			"-duration", "100ms", "-plot", png, strict)
+		checkFields(t, rows, "rate", "strict", "target_mbps", "tolerance_us", "achieved_mbps", "packets", "err_p50_us",
+			"err_p99_us", "err_max_us", "early_max_us", "outliers_over_1ms", "late_p50_us", "late_p99_us",
+			"pkts_per_wake_p50", "pkts_per_wake_max", "wakes_per_s", "pacer_cpu_pct", "receiver_cpu_pct", "cpu_pct")
+		if len(rows) != 8 {
+			t.Fatalf("%d rows, want 2 rates × 2 tolerances × 2 backends", len(rows))
+		}
+		for i, r := range rows {
+			wantRate, wantTol := []float64{20, 50}[i/4], []float64{0, 100}[i/2%2]
+			if r["target_mbps"].(float64) != wantRate || r["tolerance_us"].(float64) != wantTol ||
+				r["achieved_mbps"].(float64) <= 0 || r["packets"].(float64) <= 0 || r["wakes_per_s"].(float64) <= 0 {
+				t.Errorf("rate row %d: %v", i, r)
+			}
+			// Exact pacing never lets a packet out before its slot; a tolerance at most that early.
+			if early := r["early_max_us"].(float64); early > wantTol+0.001 {
+				t.Errorf("row %d: a departure %v µs early with tolerance %v µs", i, early, wantTol)
+			}
+			if p50, p99, mx := r["err_p50_us"].(float64), r["err_p99_us"].(float64), r["err_max_us"].(float64); p50 > p99 || p99 > mx {
+				t.Errorf("row %d: err p50 %v, p99 %v, max %v out of order", i, p50, p99, mx)
 			}
 		}
+		if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
+			t.Errorf("frontier plot not written: %v", err)
+		}
+	}
+}
+
+func TestParseTolerances(t *testing.T) {
+	got, err := parseTolerances("0, default,50us,50us,1ms")
+	if err != nil || len(got) != 4 || got[0] != 0 || got[1] != pacer.DefaultTolerance || got[2] != 50*time.Microsecond || got[3] != time.Millisecond {
+		t.Errorf("parseTolerances = %v, %v", got, err)
+	}
+	for _, in := range []string{"", "-5us", "fast", "5"} {
+		if _, err := parseTolerances(in); err == nil {
+			t.Errorf("parseTolerances(%q) accepted", in)
+		}
+	}
+}
+
+// errSummary: outliers beyond 1 ms are counted apart and left out of the quantiles.
+func TestErrSummary(t *testing.T) {
+	errs := make([]float32, 0, 102)
+	for i := range 100 {
+		errs = append(errs, float32(i*1000-50_000)) // −50 … +49 µs
+	}
+	errs = append(errs, 3e6, -2e6) // a 3 ms late and a 2 ms early departure
+	p50, p99, mx, early, out := errSummary(errs)
+	if out != 2 || mx != 3000 || early != 2000 || p50 != 25 || p99 != 49 { // |−50 … 49|: 0, 1, 1, … 49, 49, 50
+		t.Errorf("p50 %v p99 %v max %v early %v outliers %d", p50, p99, mx, early, out)
 	}
 }
 
@@ -132,6 +178,8 @@ func TestBadCommandLines(t *testing.T) {
 		{[]string{"-backends", "hybrid,nope"}, "valid: hybrid, nanosleep, timerfd, spin, gotimer"},
 		{[]string{"rate", "-rate", "0"}, "rate > 0"},
 		{[]string{"rate", "-rate", "-3mbit"}, "rate > 0"},
+		{[]string{"rate", "-rates", "10mbit,x"}, "rate > 0"},
+		{[]string{"rate", "-tolerances", "0,-1us"}, "Go durations ≥ 0"},
 		{[]string{"rate", "-duration", "-1s"}, "must be > 0"},
 		{[]string{"wait", "-waits", "10us,-5us"}, "positive Go durations"},
 		{[]string{"wait", "-n", "-1"}, "≥ 0"},

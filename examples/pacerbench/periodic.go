@@ -75,7 +75,9 @@ func periodicMode(c common, p periodicConfig) error {
 			return err
 		}
 		bar := newBar(c, int64(p.duration/time.Millisecond), fmt.Sprintf("%-9s %d tasks", name, p.tasks))
-		pc := pacer.New(w, pacer.Config{})
+		// Exact: this mode measures each backend's timer precision, task by task; a tolerance
+		// would release tasks due close together in one wake (rate mode measures that).
+		pc := pacer.New(w, pacer.Config{Tolerance: pacer.Exact})
 		var wg sync.WaitGroup
 		start := time.Now().Add(5 * time.Millisecond)
 		end := start.Add(p.duration)
@@ -92,6 +94,7 @@ func periodicMode(c common, p periodicConfig) error {
 		followProgress(bar, &wg, start, p.duration)
 		bar.Finish()
 		pc.Close()
+		<-pc.Done() // the last task's Release may still be returning
 		closeWaiter(w)
 		for i, t := range tasks {
 			errs := make([]float64, len(t.interval))

@@ -1,41 +1,61 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
 
+	"github.com/udtgo/udt/internal/udpio"
 	"github.com/udtgo/udt/pacer"
 )
 
 // datagram is the UDP payload size: a 1500-byte Ethernet MTU minus IPv4 and UDP headers.
 const datagram = 1472
 
+// outlier is the departure error beyond which a departure counts apart, as a preemption of the
+// sending thread (a VM's vCPU descheduled for 1–10 ms), not as the pacer's precision.
+const outlier = time.Millisecond
+
 type rateConfig struct {
-	bitsPerSec float64
+	rates      []float64       // bit/s
+	tolerances []time.Duration // ≥ 0; 0 means exact
 	duration   time.Duration
 	strict     bool
 }
 
-// rateRow is one JSON object of rate mode: one backend pacing a UDP sender at target_mbps.
+// rateRow is one JSON object of rate mode: one backend pacing a UDP sender at target_mbps with
+// tolerance_us. Errors are |departure − slot| in µs, the slot being the packet's place on the
+// evenly spaced schedule (the Scheduler's grid, re-anchored only after a stall beyond the
+// catch-up credit, whose first packet counts its lateness against the old grid; strict mode:
+// one interval after the previous departure).
 type rateRow struct {
 	Mode           string  `json:"mode"`
 	Backend        string  `json:"backend"`
 	Strict         bool    `json:"strict"`
 	TargetMbps     float64 `json:"target_mbps"`
+	ToleranceUS    float64 `json:"tolerance_us"` // 0: exact
 	AchievedMbps   float64 `json:"achieved_mbps"`
-	LateP50US      float64 `json:"late_p50_us"`
+	Packets        int     `json:"packets"`
+	ErrP50US       float64 `json:"err_p50_us"`        // over departures within 1 ms of their slot
+	ErrP99US       float64 `json:"err_p99_us"`        // likewise
+	ErrMaxUS       float64 `json:"err_max_us"`        // over all departures
+	EarlyMaxUS     float64 `json:"early_max_us"`      // the most any departure left before its slot
+	Outliers       int     `json:"outliers_over_1ms"` // departures more than 1 ms off their slot
+	LateP50US      float64 `json:"late_p50_us"`       // the pacer's Stats.Lateness: Release calls
 	LateP99US      float64 `json:"late_p99_us"`
 	PktsPerWakeP50 float64 `json:"pkts_per_wake_p50"`
 	PktsPerWakeMax float64 `json:"pkts_per_wake_max"`
-	CPUPct         float64 `json:"cpu_pct"`
+	WakesPerSec    float64 `json:"wakes_per_s"`
+	PacerCPUPct    float64 `json:"pacer_cpu_pct"`    // the sender process alone, % of one core
+	ReceiverCPUPct float64 `json:"receiver_cpu_pct"` // the receiver child process
+	CPUPct         float64 `json:"cpu_pct"`          // both
 }
 
 // parseRate parses "500mbit", "1.5gbit", "800kbit", "1000000bit" or a bare number of bit/s.
@@ -58,18 +78,55 @@ func parseRate(s string) (float64, error) {
 	return v * mult, nil
 }
 
-// rateFlow is the sender: one pacer flow whose departures a pacer.Scheduler decides.
+func parseRates(list string) ([]float64, error) {
+	var out []float64
+	for s := range strings.SplitSeq(list, ",") {
+		r, err := parseRate(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// parseTolerances parses durations ≥ 0 (0: exact) and "default".
+func parseTolerances(list string) ([]time.Duration, error) {
+	var out []time.Duration
+	for s := range strings.SplitSeq(list, ",") {
+		s = strings.TrimSpace(s)
+		if strings.EqualFold(s, "default") {
+			out = append(out, pacer.DefaultTolerance)
+			continue
+		}
+		d, err := time.ParseDuration(s)
+		if s == "0" {
+			d, err = 0, nil
+		}
+		if err != nil || d < 0 {
+			return nil, usagef("-tolerances: bad tolerance %q (valid: Go durations ≥ 0 like 0,50us,200us, or default)", s)
+		}
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// rateFlow is the sender: one pacer flow whose departures a pacer.Scheduler decides, each
+// Release sent as one batch (one GSO send where the kernel has it), as conn does.
 type rateFlow struct {
 	sched *pacer.Scheduler
-	conn  *net.UDPConn
-	buf   []byte
+	bc    *udpio.Conn
+	to    netip.AddrPort
+	bufs  [][]byte      // pacer.MaxBurst datagrams back to back in one array
 	dur   time.Duration // the sending time, from the first Release
 	end   time.Time     // set by the first Release
 	maxN  int
 	sent  int
 	first time.Time // time of the first departure
 	last  time.Time // time of the last departure
-	late  []float64 // µs past the scheduled departure, per release (for -plot)
+	errs  []float32 // ns: departure − slot, per packet
 	done  func()
 }
 
@@ -82,17 +139,31 @@ func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
 		f.done()
 		return 0, time.Time{}
 	}
-	if due := f.sched.Next(); !due.IsZero() && len(f.late) < cap(f.late) {
-		f.late = append(f.late, max0(us(now.Sub(due))))
-	}
+	max = min(max, len(f.bufs))
 	if f.maxN > 0 {
 		max = min(max, f.maxN-f.sent)
 	}
-	n := f.sched.Release(now, max)
-	for range n {
-		f.conn.Write(f.buf) // loopback: an error (e.g. ENOBUFS) just loses that datagram
+	n := 0
+	for n < max { // one at a time, to know each packet's slot (the connection does the same)
+		// The packet's slot is Next before the Release: its place on the grid (strict: one
+		// interval after the previous departure). After a stall longer than the catch-up credit
+		// the Release re-anchors the grid and this packet counts its whole lateness against the
+		// old one; the packets after it are measured against the new grid (the dropped slots
+		// show as a lower achieved rate).
+		slot := f.sched.Next()
+		if slot.IsZero() { // the first packet
+			slot = now
+		}
+		if f.sched.Release(now, 1) == 0 {
+			break
+		}
+		if len(f.errs) < cap(f.errs) {
+			f.errs = append(f.errs, float32(now.Sub(slot)))
+		}
+		n++
 	}
 	if n > 0 {
+		f.bc.WriteBatch(f.bufs[:n], f.to) // loopback: an error (e.g. ENOBUFS) just loses datagrams
 		if f.first.IsZero() {
 			f.first = now
 		}
@@ -102,42 +173,22 @@ func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
 	return n, f.sched.Next()
 }
 
-func max0(v float64) float64 { return max(v, 0) }
-
-// receiver counts the bytes arriving on a loopback UDP socket until it is closed.
-type receiver struct {
-	conn  *net.UDPConn
-	bytes atomic.Int64
-	wg    sync.WaitGroup
-}
-
-func newReceiver() (*receiver, error) {
-	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-	if err != nil {
-		return nil, err
-	}
-	_ = conn.SetReadBuffer(8 << 20) // best effort; capped by net.core.rmem_max
-	r := &receiver{conn: conn}
-	r.wg.Go(func() {
-		buf := make([]byte, 65536)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				if errors.Is(err, net.ErrClosed) {
-					return
-				}
-				continue
-			}
-			r.bytes.Add(int64(n))
+// errSummary summarizes departure errors (ns) in µs: p50 and p99 of |error| over the errors
+// within outlier, the largest |error|, the most early, and how many were beyond outlier.
+func errSummary(errs []float32) (p50, p99, maxAbs, early float64, outliers int) {
+	abs := make([]int64, 0, len(errs))
+	for _, e := range errs {
+		a := math.Abs(float64(e))
+		maxAbs = max(maxAbs, a)
+		early = max(early, -float64(e))
+		if a > float64(outlier) {
+			outliers++
+			continue
 		}
-	})
-	return r, nil
-}
-
-func (r *receiver) close() int64 {
-	r.conn.Close()
-	r.wg.Wait()
-	return r.bytes.Load()
+		abs = append(abs, int64(a))
+	}
+	slices.Sort(abs)
+	return quantile(abs, 0.5) / 1e3, quantile(abs, 0.99) / 1e3, maxAbs / 1e3, early / 1e3, outliers
 }
 
 func rateMode(c common, r rateConfig) error {
@@ -145,17 +196,19 @@ func rateMode(c common, r rateConfig) error {
 		return usagef("-duration %v: must be > 0", r.duration)
 	}
 	var rows []rateRow
-	hist := newHistograms("rate: release lateness per backend (log10 µs past the scheduled departure)", "log10(lateness/µs)")
-	for _, name := range c.backends {
-		row, late, err := rateOnce(c, r, name)
-		if err != nil {
-			return err
+	for _, bps := range r.rates {
+		for _, tol := range r.tolerances {
+			for _, name := range c.backends {
+				row, err := rateOnce(c, r, name, bps, tol)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, row)
+			}
 		}
-		hist.add(name, "", late)
-		rows = append(rows, row)
 	}
 	if c.plot != "" {
-		if err := hist.save(c.plot, logLateness); err != nil {
+		if err := saveFrontier(c.plot, rows); err != nil {
 			return err
 		}
 	}
@@ -163,63 +216,95 @@ func rateMode(c common, r rateConfig) error {
 		return emitJSON(c.stdout, rows)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tstrict\ttarget Mbit/s\tachieved Mbit/s\tlate p50\tlate p99\tpkts/wake p50\tpkts/wake max\tCPU %\t")
+	fmt.Fprintln(tw, "backend\tstrict\ttolerance\ttarget Mbit/s\tachieved Mbit/s\terr p50\terr p99\terr max\t>1ms\tpkts/wake p50\tpkts/wake max\twakes/s\tpacing CPU %\tCPU %\t")
 	for _, x := range rows {
-		fmt.Fprintf(tw, "%s\t%v\t%.1f\t%.1f\t%.2f\t%.1f\t%.0f\t%.0f\t%.1f\t\n", x.Backend, x.Strict, x.TargetMbps,
-			x.AchievedMbps, x.LateP50US, x.LateP99US, x.PktsPerWakeP50, x.PktsPerWakeMax, x.CPUPct)
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%.1f\t%.1f\t%.2f\t%.1f\t%.0f\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t\n", x.Backend, x.Strict,
+			tolName(x.ToleranceUS), x.TargetMbps, x.AchievedMbps, x.ErrP50US, x.ErrP99US, x.ErrMaxUS, x.Outliers,
+			x.PktsPerWakeP50, x.PktsPerWakeMax, x.WakesPerSec, x.PacerCPUPct, x.CPUPct)
 	}
-	fmt.Fprintf(tw, "(%d-byte UDP datagrams on loopback; achieved: bytes received / send time; lateness in µs from the pacer's stats; CPU %%: whole process incl. receiver, of one core)\n", datagram)
+	fmt.Fprintf(tw, "(%d-byte UDP datagrams on loopback, each wake's packets in one GSO send; achieved: bytes received / send time; "+
+		"err: |departure − its slot| in µs, p50/p99 over departures within 1 ms of their slot, max over all; >1ms: departures further off "+
+		"(preemption), counted apart; pacing CPU %%: the sender process alone (the receiver runs in a child), of one core; CPU %%: both)\n", datagram)
 	return tw.Flush()
 }
 
-// rateOnce runs the sender with one backend and returns its row and lateness samples (µs).
-func rateOnce(c common, r rateConfig, name string) (rateRow, []float64, error) {
-	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: r.bitsPerSec / 1e6}
-	recv, err := newReceiver()
-	if err != nil {
-		return row, nil, err
+func tolName(us float64) string {
+	if us == 0 {
+		return "exact"
 	}
-	conn, err := net.DialUDP("udp4", nil, recv.conn.LocalAddr().(*net.UDPAddr))
+	return time.Duration(us * 1e3).String()
+}
+
+// rateOnce runs the sender with one backend, rate and tolerance (0: exact) and returns its row.
+func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duration) (rateRow, error) {
+	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: bps / 1e6, ToleranceUS: us(tol)}
+	recv, err := startReceiver()
 	if err != nil {
-		recv.close()
-		return row, nil, err
+		return row, err
+	}
+	conn, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		recv.stop()
+		return row, err
 	}
 	_ = conn.SetWriteBuffer(8 << 20)
 	w, err := pacer.NewWaiter(name)
 	if err != nil {
 		conn.Close()
-		recv.close()
-		return row, nil, err
+		recv.stop()
+		return row, err
 	}
-	sched := pacer.NewScheduler(pacer.SchedulerConfig{Strict: r.strict})
-	sched.SetRate(int64(r.bitsPerSec/8), datagram)
+	ptol := tol
+	if tol == 0 {
+		ptol = pacer.Exact
+	}
+	sched := pacer.NewScheduler(pacer.SchedulerConfig{Strict: r.strict, Tolerance: ptol})
+	sched.SetRate(int64(bps/8), datagram)
+	arena := make([]byte, pacer.MaxBurst*datagram)
+	bufs := make([][]byte, pacer.MaxBurst)
+	for i := range bufs {
+		bufs[i] = arena[i*datagram : (i+1)*datagram : (i+1)*datagram]
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
+	perSec := bps / (datagram * 8)
+	f := &rateFlow{sched: sched, bc: udpio.New(conn), bufs: bufs, dur: r.duration, maxN: c.n,
+		to:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(recv.port)),
+		errs: make([]float32, 0, min(int(perSec*r.duration.Seconds()*1.1)+1024, 1<<24)), done: sync.OnceFunc(wg.Done)}
+	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s %s", name, bps/1e6, tolName(us(tol))))
 	start := time.Now()
-	f := &rateFlow{sched: sched, conn: conn, buf: make([]byte, datagram), dur: r.duration,
-		maxN: c.n, late: make([]float64, 0, 1<<20), done: sync.OnceFunc(wg.Done)}
-	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s", name, r.bitsPerSec/1e6))
 	cpu0 := cpuTime()
-	p := pacer.New(w, pacer.Config{})
+	p := pacer.New(w, pacer.Config{Tolerance: ptol})
 	p.Add(f).Schedule(time.Time{})
 	followProgress(bar, &wg, start, r.duration)
 	p.Close()
-	wall := time.Since(start)
+	<-p.Done()
 	cpu := cpuTime() - cpu0
+	wall := time.Since(start)
 	bar.Finish()
 	closeWaiter(w)
 	conn.Close()
-	time.Sleep(20 * time.Millisecond) // let the last datagrams land
-	got := recv.close()
+	if m, ok := w.(interface{ Margin() time.Duration }); ok {
+		fmt.Fprintf(c.stderr, "pacerbench: %s exact spin margin after the run: %v (less the tolerance when tolerant)\n", name, m.Margin())
+	}
+	got, rcpu, err := recv.stop()
+	if err != nil {
+		return row, err
+	}
 	st := p.Stats()
 	// The send time spans the first to the last departure plus one interval (the last packet's
 	// own slot), so that N packets at exactly the target rate read as exactly the target.
-	send := f.last.Sub(f.first) + time.Duration(float64(datagram*8)/r.bitsPerSec*1e9)
+	send := f.last.Sub(f.first) + time.Duration(float64(datagram*8)/bps*1e9)
 	if f.sent > 0 && send > 0 {
 		row.AchievedMbps = float64(got) * 8 / send.Seconds() / 1e6
+		row.WakesPerSec = float64(st.Wakes) / send.Seconds()
 	}
+	row.Packets = f.sent
+	row.ErrP50US, row.ErrP99US, row.ErrMaxUS, row.EarlyMaxUS, row.Outliers = errSummary(f.errs)
 	row.LateP50US, row.LateP99US = st.Lateness.P50, st.Lateness.P99
 	row.PktsPerWakeP50, row.PktsPerWakeMax = st.PacketsPerWake.P50, st.PacketsPerWake.Max
-	row.CPUPct = 100 * cpu.Seconds() / wall.Seconds()
-	return row, f.late, nil
+	row.PacerCPUPct = 100 * cpu.Seconds() / wall.Seconds()
+	row.ReceiverCPUPct = 100 * rcpu.Seconds() / wall.Seconds()
+	row.CPUPct = row.PacerCPUPct + row.ReceiverCPUPct
+	return row, nil
 }

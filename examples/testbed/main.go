@@ -69,6 +69,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.matrix.duration, "time", 10*time.Second, "with -matrix: duration of each transfer")
 	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,cubic,bbr,quic")
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")
+	fs.StringVar(&o.matrix.pacer, "pacer", "", "with -matrix: udt pacer backend of the sender (udtperf -pacer; default: udtperf's); rows carry it and the sender's CPU s/GB")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args...]\n\n")
 		fs.PrintDefaults()

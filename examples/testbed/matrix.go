@@ -18,6 +18,7 @@ type matrixOptions struct {
 	duration  time.Duration
 	protocols string
 	udtperf   string
+	pacer     string // udtperf -pacer for the udt rows ("" = its default)
 }
 
 // Scenario is one point of the matrix: a path setting.
@@ -101,6 +102,11 @@ type Row struct {
 	LinkRTTms   float64 `json:"link_rtt_ms"`   // ping median measured before the scenario, ms
 	LinkLossPct float64 `json:"link_loss_pct"` // UDP probe loss measured before the scenario, %
 	Error       string  `json:"error,omitempty"`
+
+	Backend string `json:"backend"` // udt: the sender's pacer backend (udtperf's); "" otherwise
+	// SenderCPU is the sender's process CPU seconds per 10⁹ payload bytes (udtperf's
+	// sender_cpu_s_per_gb, SHA-256 included); null where not measured (the built-in TCP).
+	SenderCPU *float64 `json:"sender_cpu_s_per_gb"`
 }
 
 func newRow(proto string, s Scenario) Row {
@@ -109,18 +115,25 @@ func newRow(proto string, s Scenario) Row {
 
 // printTable writes the matrix as a Markdown table (one line per row).
 func printTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---:|---:|")
+	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
 	for _, r := range rows {
 		gp, rt, sha := fmt.Sprintf("%.2f", r.GoodputMbps), fmt.Sprintf("%.2f", r.RetransPct), "ok"
+		proto, cpu := r.Protocol, "n/a"
+		if r.Backend != "" {
+			proto += "/" + r.Backend
+		}
+		if r.SenderCPU != nil {
+			cpu = fmt.Sprintf("%.2f", *r.SenderCPU)
+		}
 		if !r.SHA256OK {
 			sha = "MISMATCH"
 		}
 		if r.Error != "" {
 			gp, rt, sha = "—", "—", "error: "+r.Error
 		}
-		fmt.Fprintf(w, "| %s | %g | %g | %g | %s | %s | %s | %.2f | %.3f |\n",
-			r.Protocol, r.RateMbps, r.RTTms, r.LossPct, gp, rt, sha, r.LinkRTTms, r.LinkLossPct)
+		fmt.Fprintf(w, "| %s | %g | %g | %g | %s | %s | %s | %.2f | %.3f | %s |\n",
+			proto, r.RateMbps, r.RTTms, r.LossPct, gp, rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
 	}
 }
 

@@ -76,7 +76,7 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 			if binErr != nil {
 				runners[p] = unavailable{binErr}
 			} else {
-				runners[p] = udtperfRunner{bin: bin, proto: p}
+				runners[p] = udtperfRunner{bin: bin, proto: p, pacer: o.matrix.pacer}
 			}
 		}
 	}
@@ -193,6 +193,7 @@ func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, 
 		}
 		base := newRow(p, sc)
 		base.GoodputMbps, base.RetransPct, base.SHA256OK, base.Seconds = row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds
+		base.Backend, base.SenderCPU = row.Backend, row.SenderCPU
 		base.LinkRTTms, base.LinkLossPct = float64(med)/1e6, lp
 		if err != nil {
 			base.Error = err.Error()

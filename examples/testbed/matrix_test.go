@@ -86,9 +86,13 @@ func TestWriteJSONSchema(t *testing.T) {
 
 func TestPrintTable(t *testing.T) {
 	var buf bytes.Buffer
-	printTable(&buf, sampleRows())
+	c := newRow(protoUDT, Scenario{100e6, 20 * time.Millisecond, 0})
+	cpu := 3.25
+	c.GoodputMbps, c.RetransPct, c.SHA256OK, c.Backend, c.SenderCPU = 90, 0.1, true, "nanosleep", &cpu
+	printTable(&buf, append(sampleRows(), c))
 	out := buf.String()
-	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | — | — | error: udtperf missing |"} {
+	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | — | — | error: udtperf missing |",
+		"| udt/nanosleep | 100 | 20 | 0 | 90.00 | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}

@@ -139,11 +139,14 @@ func TestSmokeUDT(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tb.Close()
-	row, err := udtperfRunner{bin: bin, proto: protoUDT}.Run(ctx, tb, 3*time.Second)
+	row, err := udtperfRunner{bin: bin, proto: protoUDT, pacer: "nanosleep"}.Run(ctx, tb, 3*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("udt over 100 Mbit/s · 20 ms · 1 %%: %.2f Mbit/s, retransmitted %.2f %%, %.1f s", row.GoodputMbps, row.RetransPct, row.Seconds)
+	if row.Backend != "nanosleep" || row.SenderCPU == nil || *row.SenderCPU <= 0 {
+		t.Errorf("row does not carry the sender's backend and CPU: backend %q, CPU %v", row.Backend, row.SenderCPU)
+	}
 	if !row.SHA256OK {
 		t.Error("udt transfer was not byte-exact: SHA-256 mismatch")
 	}

@@ -50,6 +50,7 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 type udtperfRunner struct {
 	bin   string
 	proto string // udt, udt-native, udt-lt (udt with udtCC's -cc) or quic
+	pacer string // udt: -pacer of the client (the sender); "" = udtperf's default
 }
 
 func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) (Row, error) {
@@ -76,6 +77,9 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 			args = append(args, "-cc", cc)
 		}
 	}
+	if r.pacer != "" && r.proto != protoQUIC {
+		args = append(args, "-pacer", r.pacer)
+	}
 	cli := tb.Command(ctx, HostA, r.bin, args...)
 	var stdout, stderr bytes.Buffer
 	cli.Stdout, cli.Stderr = &stdout, &stderr
@@ -99,6 +103,8 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 // "goodput_mbps", "retrans_pct", "rtt_ms", "sha256_ok", "protocol").
 type udtperfResult struct {
 	Protocol    string   `json:"protocol"`
+	Backend     string   `json:"backend"`
+	SenderCPU   *float64 `json:"sender_cpu_s_per_gb"`
 	GoodputMbps *float64 `json:"goodput_mbps"`
 	RetransPct  float64  `json:"retrans_pct"`
 	RTTms       float64  `json:"rtt_ms"`
@@ -136,6 +142,7 @@ func parseUdtperfJSON(b []byte, proto string) (Row, error) {
 		return row, errors.New(`udtperf JSON has no "goodput_mbps"`)
 	}
 	row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds = *res.GoodputMbps, res.RetransPct, res.SHA256OK, res.Seconds
+	row.Backend, row.SenderCPU = res.Backend, res.SenderCPU
 	if res.Error != "" {
 		return row, errors.New(res.Error)
 	}

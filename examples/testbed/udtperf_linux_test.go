@@ -5,9 +5,10 @@ package main
 import "testing"
 
 func TestParseUdtperfJSON(t *testing.T) {
-	one := `{"protocol":"udt","backend":"hybrid","goodput_mbps":95.5,"retrans_pct":1.2,"rtt_ms":100.3,"sha256_ok":true,"seconds":10}`
+	one := `{"protocol":"udt","backend":"hybrid","goodput_mbps":95.5,"retrans_pct":1.2,"rtt_ms":100.3,"sha256_ok":true,"seconds":10,"sender_cpu_s_per_gb":2.5}`
 	r, err := parseUdtperfJSON([]byte(one), "udt")
-	if err != nil || r.GoodputMbps != 95.5 || r.RetransPct != 1.2 || !r.SHA256OK || r.Seconds != 10 {
+	if err != nil || r.GoodputMbps != 95.5 || r.RetransPct != 1.2 || !r.SHA256OK || r.Seconds != 10 ||
+		r.Backend != "hybrid" || r.SenderCPU == nil || *r.SenderCPU != 2.5 {
 		t.Errorf("single object: %+v, %v", r, err)
 	}
 	many := `{"results":[{"protocol":"udt","goodput_mbps":90,"sha256_ok":true},{"protocol":"quic","goodput_mbps":40,"retrans_pct":2,"sha256_ok":false}]}`

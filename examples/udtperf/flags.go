@@ -28,6 +28,7 @@ type transportFlags struct {
 	cc        string
 	ccFactory congestion.Factory
 	strict    bool
+	tolerance toleranceFlag // conn.Config.PacingTolerance
 	mss       int
 	handshake time.Duration
 	idle      time.Duration
@@ -37,6 +38,7 @@ func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
 	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD), udt-lt (loss-tolerant DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
+	fs.Var(&t.tolerance, "pacing-tolerance", "udt pacing tolerance of the sender: default (pacer.DefaultTolerance), 0 or exact (none), or a duration like 100us")
 	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
 	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")
 	fs.DurationVar(&t.idle, "idle-timeout", 10*time.Second, "declare the peer dead after this long without a packet")
@@ -343,3 +345,35 @@ const (
 	maxTransferBytes = 1 << 50
 	selfDefaultTime  = 5 * time.Second
 )
+
+// toleranceFlag is -pacing-tolerance as a conn.Config.PacingTolerance: 0 is the default,
+// pacer.Exact none. On the command line "0" means none, as a tolerance of zero reads.
+type toleranceFlag time.Duration
+
+func (t *toleranceFlag) String() string {
+	switch d := time.Duration(*t); {
+	case d == 0:
+		return "default"
+	case d < 0:
+		return "exact"
+	default:
+		return d.String()
+	}
+}
+
+func (t *toleranceFlag) Set(s string) error {
+	switch s = strings.TrimSpace(s); s {
+	case "default":
+		*t = 0
+		return nil
+	case "exact", "0":
+		*t = toleranceFlag(pacer.Exact)
+		return nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return fmt.Errorf("want default, exact, 0 or a positive duration like 100us, not %q", s)
+	}
+	*t = toleranceFlag(d)
+	return nil
+}

@@ -110,6 +110,7 @@ func udtConfig(tr *transportFlags) *conn.Config {
 		SendBuffer:       udtSendBuffer(tr.mss),
 		Pacer:            tr.pacer,
 		StrictPacing:     tr.strict,
+		PacingTolerance:  time.Duration(tr.tolerance),
 		Congestion:       tr.ccFactory,
 		HandshakeTimeout: tr.handshake,
 		IdleTimeout:      tr.idle,

@@ -57,8 +57,8 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	if o.limit.bytes > 0 {
 		what = fmt.Sprintf("%d bytes", int64(o.limit.bytes))
 	}
-	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v); receivers run in child processes\n",
-		len(specs), what, o.tr.cc, o.tr.strict)
+	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v, pacing tolerance %v); receivers run in child processes\n",
+		len(specs), what, o.tr.cc, o.tr.strict, &o.tr.tolerance)
 	var rows []Row
 	failed := 0
 	for _, sp := range specs {

@@ -71,10 +71,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Start is when the connection started; header timestamps are µs since Start (32 bits, wrapping).
 	Start time.Time
-	// Burst caps the packets the pacing schedule lets leave back to back to catch up with a late
-	// pacer (pacer.SchedulerConfig.Burst); 0 means pacer.DefaultBurst. Below that cap the engine
-	// allows 2 ms of the current rate, at least 10 packets (see burstFor).
-	Burst int
+	// PacingTolerance is how far from its slot a data packet may leave (pacer.SchedulerConfig.
+	// Tolerance): each release lets out the packets due by now + PacingTolerance. 0 means
+	// pacer.DefaultTolerance, negative none (pacer.Exact). Use the data pacer's tolerance. The
+	// catch-up burst follows the rate by pacer.BurstFor.
+	PacingTolerance time.Duration
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
 	StrictPacing bool

@@ -48,9 +48,8 @@ type pktRecord struct {
 	delivered   int64         // P.delivered: C.delivered at the send
 	lost        int64         // C.lost at the send
 	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
-	dbgSacked   int64
-	event       uint64 // the delivery events counted when it was sent (see spans)
-	size        int32  // datagram bytes
+	event       uint64        // the delivery events counted when it was sent (see spans)
+	size        int32         // datagram bytes
 	flags       uint8
 }
 
@@ -80,6 +79,7 @@ type deliveryTracker struct {
 	inflightPkts  int           // packets in flight
 	cwndLimited   bool          // the congestion window held the sender back since the last sample
 	recentRTT     time.Duration // the latest RTT sample (imply waits at least this long)
+	srtt, rttVar  time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
 	events uint64        // delivery events that delivered something, so far
@@ -144,8 +144,6 @@ type deliveryEvent struct {
 	refSent        time.Duration
 	refFirst       time.Duration
 	refLost        int64
-	refSacked      int64
-	refP           pktRecord
 	refTxInFlight  int64
 	refFlags       uint8
 	refEvent       uint64
@@ -217,7 +215,6 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 	p.sent, p.firstSent, p.deliveredAt = t, d.firstSentTime, d.deliveredTime
 	p.delivered, p.lost, p.txInFlight = d.delivered, d.lost, d.inflight
 	p.event = d.events
-	p.dbgSacked = dbgSacked
 }
 
 // learnt moves C.delivered_time when an event reports a packet received beyond every one known
@@ -239,6 +236,33 @@ func (d *deliveryTracker) markAppLimited() {
 	d.appLimited = max(d.delivered+d.inflight, 1)
 }
 
+// smoothRTT folds a packet RTT sample into SRTT and RTTVAR (RFC 6298 §2: α = 1/8, β = 1/4). The
+// tracker keeps its own: its samples are Karn-clean departures to their first report, while the
+// engine's RTT is UDT's ACK–ACK2 measure, which the peer reports (spec §4.2).
+func (d *deliveryTracker) smoothRTT(s time.Duration) {
+	if s <= 0 {
+		return
+	}
+	if d.srtt == 0 {
+		d.srtt, d.rttVar = s, s/2
+		return
+	}
+	diff := d.srtt - s
+	if diff < 0 {
+		diff = -diff
+	}
+	d.rttVar += (diff - d.rttVar) / 4
+	d.srtt += (s - d.srtt) / 8
+}
+
+// rtt returns SRTT and RTTVAR, or fallback and half of it before the first sample.
+func (d *deliveryTracker) rtt(fallback time.Duration) (srtt, rttVar time.Duration) {
+	if d.srtt == 0 {
+		return fallback, fallback / 2
+	}
+	return d.srtt, d.rttVar
+}
+
 // imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
 // NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
 // ago — RFC 6298's SRTT + 4·RTTVAR, with the latest RTT sample for SRTT when larger, so that a
@@ -248,7 +272,8 @@ func (d *deliveryTracker) markAppLimited() {
 // congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
 // or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
 // Retransmissions are never implied: their hole stays open until an ACK closes it.
-func (d *deliveryTracker) imply(t, srtt, rttVar time.Duration) {
+func (d *deliveryTracker) imply(t, fallback time.Duration) {
+	srtt, rttVar := d.rtt(fallback)
 	old := t - (max(srtt, d.recentRTT) + 4*rttVar)
 	k := max(seqno.Offset(d.base, d.impliedFront), 0)
 	last := -1 // the newest old-enough first transmission not yet implied
@@ -315,8 +340,6 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		ev.refDelivered, ev.refDeliveredAt = p.delivered, p.deliveredAt
 		ev.refSent, ev.refFirst = p.sent, p.firstSent
 		ev.refLost, ev.refTxInFlight, ev.refFlags, ev.refEvent = p.lost, p.txInFlight, p.flags, p.event
-		ev.refSacked = p.dbgSacked
-		ev.refP = *p
 		d.firstSentTime = p.sent
 	}
 }
@@ -324,14 +347,17 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 // onCumAck delivers every packet before ack and drops their records. An ack beyond the last
 // record (which the engine's validation excludes) drops them all and moves base to ack.
 //
-// A packet acknowledged more than late after its departure waited behind a hole (or its ACKs were
-// lost): it reached the receiver at some unknown time before. The tracker dates its delivery at
-// its departure plus expect (the round trip it would have taken without the hole) and keeps the
+// A packet acknowledged later than SRTT + SYN (the ACK period) after its departure waited behind
+// a hole (or its ACKs were lost): it reached the receiver at some unknown time before. The tracker
+// dates its delivery at its departure plus SRTT (the round trip it would have taken without the
+// hole; fallback before the first RTT sample) and keeps the
 // batch so dated: a sample whose window began after that date leaves it out of its numerator
 // (see lateBefore), so the burst a repaired hole releases is not taken for bandwidth, while a
 // sample whose window it falls in still counts it. A late packet is never a sample's reference:
 // its ACK does not date its delivery.
-func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, expect, late time.Duration) {
+func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
+	expect, _ := d.rtt(fallback)
+	late := expect + SYN // a round trip and UDT's ACK period
 	off := seqno.Offset(d.base, ack)
 	if off <= 0 {
 		return
@@ -403,7 +429,6 @@ func (d *deliveryTracker) lateBefore(event uint64, w time.Duration) int64 {
 func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	from := max(seqno.Offset(d.base, first), 0)
 	to := min(seqno.Offset(d.base, last), d.n-1)
-	dbgLost(d, from, to)
 	for k := from; k <= to; k++ {
 		p := d.at(k)
 		p.flags |= pktEverLost
@@ -439,7 +464,6 @@ func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq
 			continue
 		}
 		d.deliver(k, p, t)
-		dbgSacked += int64(p.size)
 	}
 	if seqno.Offset(d.sackFront, frontier) >= 0 {
 		d.sackFront = frontier.Inc()
@@ -466,6 +490,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 	if ev.hasRTT {
 		s.RTT = t - ev.rttSent
 		d.recentRTT = s.RTT
+		d.smoothRTT(s.RTT)
 	}
 	if ev.newlyLost > 0 {
 		s.LostSentLast = start.Add(ev.lostSentLast)
@@ -477,7 +502,6 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		s.LostSinceSent = d.lost - ev.refLost
 		s.AppLimited = ev.refFlags&pktAppLimited != 0
 		d.pushSpan(ev.minSent)
-		dbgInvalid(ev, d, t)
 		if ev.refFlags&(pktRetrans|pktLate) == 0 {
 			// The draft's interval, max(send elapsed, ACK elapsed), and the span over which
 			// everything counted was sent: a cumulative ACK that jumps a repaired hole counts
@@ -489,17 +513,8 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			delivered := d.delivered - ev.refDelivered - d.lateBefore(ev.refEvent, ev.refDeliveredAt)
 			if delivered > 0 && interval > 0 {
 				s.Delivered, s.Interval = delivered, interval
-				dbgSample(s, ev, t)
 			}
 		}
 	}
 	return s, true
 }
-
-var dbgSample = func(s congestion.Delivery, ev *deliveryEvent, t time.Duration) {}
-
-var dbgSacked int64
-
-var dbgLost = func(d *deliveryTracker, from, to int) {}
-
-var dbgInvalid = func(ev *deliveryEvent, d *deliveryTracker, t time.Duration) {}

@@ -117,7 +117,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
 	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
-	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
+	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Strict: cfg.StrictPacing, Tolerance: cfg.PacingTolerance})
 	e.sndLastDataAck = isn
 	e.dlv = newDeliveryTracker(isn, e.snd.Cap())
 	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
@@ -158,37 +158,13 @@ func (e *Endpoint) applyCC() {
 	p := max(st.Period, e.minPeriod, 0)
 	if p != e.period {
 		e.period = p
-		e.sched.SetInterval(p)
-		e.sched.SetBurst(burstFor(p, e.cfg.Burst))
+		e.sched.SetInterval(p) // the catch-up burst follows it (pacer.BurstFor)
 	}
 	e.cwnd = 0
 	if st.Window > 0 {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
-}
-
-// Catch-up credit (see burstFor): the time a late pacer may repay back to back, and the floor in
-// packets, as quic-go's pacer (2 ms of the rate: MinPacingDelay + TimerGranularity; at least
-// 10 packets).
-const (
-	burstTime    = 2 * time.Millisecond
-	minBurstPkts = 10
-)
-
-// burstFor returns the pacing schedule's burst cap for packet period p: the packets of
-// burstTime at that rate, at least minBurstPkts, at most limit (Config.Burst; 0 means
-// pacer.DefaultBurst). A late pacer (a preempted vCPU, a busy core) then sends at most 2 ms of
-// its rate at once: a burst of limit packets at 100 Mbit/s would put 5 ms of queue on the
-// bottleneck, which delay-based controllers read as congestion and shallow buffers drop.
-func burstFor(p time.Duration, limit int) int {
-	if limit <= 0 {
-		limit = pacer.DefaultBurst
-	}
-	if p <= 0 {
-		return limit
-	}
-	return min(max(int((burstTime+p-1)/p), minBurstPkts), limit)
 }
 
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a

@@ -149,7 +149,7 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 	const isn = 1<<31 - 3 // the 4th packet is seq 0: a pair opener (seq&0xF == 0)
 	cc := &recordCC{fixedCC: fixedCC{period: 100 * time.Microsecond}}
 	e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: cc,
-		Start: now}, now)
+		Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots, to see the pair
 	c := capture{e}
 	src := randomBytes(1, 10*e.payloadSize+100)
 	if e.Write(src) != len(src) {

@@ -64,7 +64,7 @@ func (e *Endpoint) noteAppLimited() {
 
 // deliveryDone ends a delivery-accounting event and tells a delivery-based controller about it.
 func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
-	e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
+	e.dlv.imply(t, e.rtt.RTT())
 	s, ok := e.dlv.sample(t, e.start, e.pktSize)
 	if ok && e.dcc != nil {
 		e.dcc.OnDelivery(now, s)
@@ -95,7 +95,7 @@ func (e *Endpoint) Departure() time.Time {
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
 	if e.dcc != nil {
-		e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
+		e.dlv.imply(t, e.rtt.RTT())
 	}
 	n := 0
 	for n < len(bufs) {
@@ -187,8 +187,7 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 		e.stats.Drops.ForgedACK++
 		return
 	}
-	// An ACK is late beyond the smoothed round trip and the ACK period (SYN, UDT's delayed ACK).
-	e.dlv.onCumAck(ack, t, e.rtt.RTT(), e.rtt.RTT()+SYN)
+	e.dlv.onCumAck(ack, t, e.rtt.RTT())
 	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
 	// Progress that only the timer's own repair explains (the ACK moved no further than the
