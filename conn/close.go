@@ -100,6 +100,7 @@ func (c *Conn) finish() {
 	c.finishOnce.Do(func() {
 		c.mu.Lock()
 		broken := c.ep.Err() != nil
+		c.observeDrops(time.Now(), true)
 		c.breakLocked(net.ErrClosed)
 		c.mu.Unlock()
 		c.dataH.Remove()
@@ -114,6 +115,7 @@ func (c *Conn) finish() {
 			c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: time.Now().Add(tombLife)})
 		}
 		c.mux.release()
+		c.obs.close()
 		close(c.finished)
 	})
 }

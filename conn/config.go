@@ -6,18 +6,23 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
+	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/pacer"
 )
 
 // Defaults of Config's fields. They follow UDT 4.11 (spec §7.1) unless noted.
 const (
-	DefaultMSS              = 1500             // bytes, IP and UDP headers included (UDT_MSS)
-	DefaultFlowWindow       = 25600            // packets (UDT_FC)
-	DefaultBufferPackets    = 8192             // send and receive buffers, in packets of MSS−44 bytes (UDT_SNDBUF, UDT_RCVBUF)
-	DefaultHandshakeTimeout = 3 * time.Second  // spec §3.2: requests re-sent every 250 ms for 3 s
-	DefaultIdleTimeout      = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
-	DefaultLinger           = 60 * time.Second // how long a closed connection still delivers unacknowledged data (the reference: 180 s)
-	DefaultBacklog          = 1024             // connections waiting in Accept (the reference's appserver: 10)
+	DefaultMSS              = 1500            // bytes, IP and UDP headers included (UDT_MSS)
+	DefaultFlowWindow       = 25600           // packets (UDT_FC)
+	DefaultBufferPackets    = 8192            // send and receive buffers, in packets of MSS−44 bytes (UDT_SNDBUF, UDT_RCVBUF)
+	DefaultHandshakeTimeout = 3 * time.Second // spec §3.2: requests re-sent every 250 ms for 3 s
+	// DefaultRendezvousTimeout bounds Rendezvous when Config.HandshakeTimeout is 0: UDT 4.11's
+	// 10 × 3 s (spec §3.3), room for the peers to start far apart.
+	DefaultRendezvousTimeout = 30 * time.Second
+	DefaultIdleTimeout       = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
+	DefaultLinger            = 60 * time.Second // how long a closed connection still delivers unacknowledged data (the reference: 180 s)
+	DefaultBacklog           = 1024             // connections waiting in Accept (the reference's appserver: 10)
 
 	minMSS            = 76      // 28 bytes IP+UDP + 48-byte handshake (spec §1.1)
 	maxMSS            = 65535   // largest UDP datagram plus headers
@@ -82,8 +87,9 @@ type Config struct {
 	MaxBandwidth int64
 
 	// HandshakeTimeout bounds Dial: requests are re-sent every 250 ms until it passes (spec §3.2).
-	// Default 3 s.
+	// Default 3 s; for Rendezvous, 30 s (DefaultRendezvousTimeout, the reference's, spec §3.3).
 	HandshakeTimeout time.Duration
+	rdvTimeout       time.Duration // Rendezvous's bound: HandshakeTimeout as given, or its default
 
 	// IdleTimeout is how long a connection waits without hearing anything from its peer before it
 	// declares the peer dead; blocked and later calls then fail with a net.Error whose Timeout()
@@ -96,6 +102,14 @@ type Config struct {
 	// Negative means do not wait: Shutdown at once. Default 60 s.
 	Linger time.Duration
 
+	// MessageMode makes connections carry messages instead of a byte stream (UDT_DGRAM, socket
+	// type 2, spec §7.2): each Write or WriteMessage is one message, delivered whole and alone or
+	// not at all, and each Read or ReadMessage returns exactly one (see Conn.WriteMessage). Both
+	// ends must use the same mode: a listener refuses a peer of the other mode (handshake type
+	// 1002), and Dial then fails with an error matching ErrRejected and ErrModeMismatch. Default
+	// false: a reliable byte stream (UDT_STREAM).
+	MessageMode bool
+
 	// Backlog is the number of established connections that may wait for Accept; further
 	// requests are rejected (handshake type 1002). Default 1024.
 	Backlog int
@@ -104,9 +118,36 @@ type Config struct {
 	// opens itself; see udpio.NewLazyGRO). Not a user setting.
 	noGRO bool
 
-	// Logger receives debug and warning events (handshake rejections, dropped packets by
-	// reason, dead peers). Default: none.
+	// Logger receives what happens to connections and listeners worth an operator's
+	// attention, with the local and remote address and the socket ID:
+	//   - Warn: a dead peer (nothing heard for IdleTimeout) or a peer's error signal, the
+	//     connection's counters then; hostile or misdirected packets dropped (malformed, an ACK
+	//     or NAK of data never sent, packets from another address than the peer's); connection
+	//     requests rejected because the accept backlog is full.
+	//   - Error: the UDP socket failed under its connections.
+	//   - Info: a change of the path MTU in use; requests rejected for their UDT version or
+	//     socket type.
+	//   - Debug: connections established and closed, with their counters; benign drops
+	//     (duplicate data, data beyond the window, stray ACK2s, unused control types, stray
+	//     datagrams of unknown socket IDs); bad handshake cookies and fields; Dial's
+	//     rejections; congestion control phase changes (a controller with a Phase() string or
+	//     SlowStart() bool method tells them) and retransmission timeouts.
+	// Each reason is rate-limited per connection (per listener, per socket): the first
+	// occurrence is logged at once, then at most one line per 10 s, with the count since the
+	// last line ("count"); Close logs what is left. Nothing is logged while a connection's
+	// mutex is held: lines are recorded under it and logged after. Default: none.
 	Logger *slog.Logger
+
+	// Tracer, if set, is called for each connection when it is established (dialed or
+	// accepted) and returns the trace.Tracer that receives its events, or nil not to trace it;
+	// it may be called for several connections at once. It and the Tracer run on a goroutine
+	// of the connection's own, never under its locks nor
+	// on its pacer or reader: a slow Tracer costs the connection only memory, up to 65 536
+	// queued events, beyond which events are dropped and counted (trace.EventsLost). Close
+	// returns after the last event was delivered (so a Tracer must not call Close). Without a
+	// Tracer, or once the factory returned nil, a connection builds no events and allocates
+	// nothing for them. See package trace; trace.NewJSONWriter writes JSON lines.
+	Tracer func(trace.ConnInfo) trace.Tracer
 }
 
 // resolved returns a copy of c with every default filled in, or an error naming the bad field.
@@ -119,26 +160,26 @@ func (c *Config) resolved() (Config, error) {
 		r.MSS = DefaultMSS
 	}
 	if r.MSS < minMSS || r.MSS > maxMSS {
-		return r, fmt.Errorf("udt: Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
+		return r, fmt.Errorf("Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
 	}
 	if r.FlowWindow == 0 {
 		r.FlowWindow = DefaultFlowWindow
 	}
 	if r.FlowWindow < minFlowWindow || r.FlowWindow > maxFlowWindow {
-		return r, fmt.Errorf("udt: Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
+		return r, fmt.Errorf("Config.FlowWindow %d out of range [%d, %d]", r.FlowWindow, minFlowWindow, maxFlowWindow)
 	}
 	payload := r.MSS - udpIPOverhead - headerSize
 	if r.SendBuffer == 0 {
 		r.SendBuffer = DefaultBufferPackets * payload
 	}
 	if r.SendBuffer < payload {
-		return r, fmt.Errorf("udt: Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
+		return r, fmt.Errorf("Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
 	}
 	if r.RecvBuffer == 0 {
 		r.RecvBuffer = DefaultBufferPackets * payload
 	}
 	if r.RecvBuffer < minFlowWindow*payload {
-		return r, fmt.Errorf("udt: Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
+		return r, fmt.Errorf("Config.RecvBuffer %d smaller than two packets' payload (%d bytes)", r.RecvBuffer, 2*payload)
 	}
 	if r.RecvBuffer/payload > maxFlowWindow {
 		r.RecvBuffer = maxFlowWindow * payload
@@ -150,7 +191,13 @@ func (c *Config) resolved() (Config, error) {
 		r.Congestion = congestion.BBRFactory()
 	}
 	if r.MaxBandwidth < 0 {
-		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)
+		return r, fmt.Errorf("Config.MaxBandwidth %d is negative", r.MaxBandwidth)
+	}
+	if r.rdvTimeout <= 0 {
+		r.rdvTimeout = r.HandshakeTimeout
+		if r.rdvTimeout <= 0 {
+			r.rdvTimeout = DefaultRendezvousTimeout
+		}
 	}
 	if r.HandshakeTimeout <= 0 {
 		r.HandshakeTimeout = DefaultHandshakeTimeout
@@ -168,6 +215,14 @@ func (c *Config) resolved() (Config, error) {
 		r.Logger = slog.New(slog.DiscardHandler)
 	}
 	return r, nil
+}
+
+// socketType is the handshake's socket type for c (spec §2.1 word 1).
+func (c *Config) socketType() packet.SocketType {
+	if c.MessageMode {
+		return packet.SocketDgram
+	}
+	return packet.SocketStream
 }
 
 // payloadSize is the data payload per packet in bytes for a given MSS (spec §1.1).

@@ -35,8 +35,9 @@ type Conn struct {
 	isn    uint32 // our first data sequence number
 	mss    int    // negotiated
 
-	hsReply []byte // the handshake answer we sent (listener side), re-sent on a repeated request
-	onClose func() // set by the Listener that made the connection, run once by finish
+	hsReply    []byte // the handshake answer we sent (listener side), re-sent on a repeated request
+	rendezvous bool   // made by Rendezvous: hsReply answers every handshake but a −2 (spec §3.3)
+	onClose    func() // set by the Listener that made the connection, run once by finish
 
 	mu        sync.Mutex // guards ep and the fields below
 	ep        *stream.Endpoint
@@ -71,6 +72,8 @@ type Conn struct {
 	rdl, wdl   *deadline
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
+
+	obs observer // Config.Logger and Config.Tracer (observe.go)
 }
 
 // lockChunk is the most bytes a Write or Read copies per hold of the connection's lock: about
@@ -85,6 +88,7 @@ type connParams struct {
 	mss            int
 	peerFlowWindow int
 	peer           netip.AddrPort
+	server         bool // accepted by a Listener
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
@@ -112,23 +116,28 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)
 	c.timer.Stop()
 	var ctl congestion.Controller = cfg.Congestion()
+	c.obs.init(cfg, c.traceInfo(ctl, p, now))
+	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{
-		LocalID:        p.id,
-		PeerID:         p.peerID,
-		ISN:            p.isn,
-		PeerISN:        p.peerISN,
-		MSS:            p.mss,
-		PeerFlowWindow: p.peerFlowWindow,
-		SendBuffer:     cfg.SendBuffer,
-		RecvBuffer:     cfg.RecvBuffer / payloadSize(p.mss),
-		Controller:     ctl,
-		MaxBandwidth:   cfg.MaxBandwidth,
-		IdleTimeout:    cfg.IdleTimeout,
-		StrictPacing:   cfg.StrictPacing,
-		Start:          now,
-
+		LocalID:         p.id,
+		PeerID:          p.peerID,
+		ISN:             p.isn,
+		PeerISN:         p.peerISN,
+		MSS:             p.mss,
+		PeerFlowWindow:  p.peerFlowWindow,
+		SendBuffer:      cfg.SendBuffer,
+		RecvBuffer:      cfg.RecvBuffer / payloadSize(p.mss),
+		Controller:      ctl,
+		MaxBandwidth:    cfg.MaxBandwidth,
+		IdleTimeout:     cfg.IdleTimeout,
+		StrictPacing:    cfg.StrictPacing,
+		Messages:        cfg.MessageMode,
+		Start:           now,
+		Tracer:          engineTracer,
+		TracePackets:    tracePackets,
 		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
 	}, now)
+	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
 	c.mu.Lock()
 	fx := c.pullLocked(via{})
@@ -149,6 +158,7 @@ func (c *Conn) breakLocked(err error) {
 	c.deadOnce.Do(func() {
 		c.deadErr = err
 		close(c.dead)
+		c.observeBroken(err)
 	})
 }
 
@@ -192,6 +202,17 @@ func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time, rs *
 	c.apply(&fx)
 }
 
+// handleOne is handleDatagram for a goroutine other than the reader (Rendezvous's early datagram).
+func (c *Conn) handleOne(b []byte, from netip.AddrPort, now time.Time) {
+	ob := outboxes.Get().(*outbox)
+	c.mu.Lock()
+	c.handleLocked(b, from, now, ob)
+	fx := c.pullLocked(via{ob: ob})
+	c.mu.Unlock()
+	c.apply(&fx)
+	flushPooled(ob, c.mux.io)
+}
+
 // handleLocked hands one datagram to the engine, or answers a repeated handshake. Caller holds c.mu.
 func (c *Conn) handleLocked(b []byte, from netip.AddrPort, now time.Time, ob *outbox) {
 	if from != c.peer {
@@ -230,7 +251,7 @@ func (c *Conn) handshakeAnswer(b []byte) []byte {
 	}
 	if b != nil {
 		var hs packet.Handshake
-		if hs.Decode(b) != nil || hs.ReqType <= 0 {
+		if hs.Decode(b) != nil || !c.answers(hs.ReqType) {
 			return nil
 		}
 	}
@@ -275,11 +296,15 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	return n, next
 }
 
-// Read reads stream bytes in order. It blocks until data arrives, the read deadline passes
-// (os.ErrDeadlineExceeded), the peer shuts down and all its data has been read (bare io.EOF),
-// the connection breaks (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed).
-// One call returns at most 256 KiB. Errors other than io.EOF come inside a *net.OpError.
+// Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks
+// until data arrives, the read deadline passes (os.ErrDeadlineExceeded), the peer shuts down and
+// all its data has been read (bare io.EOF), the connection breaks (ErrPeerIdle or a socket
+// error), or Close is called (net.ErrClosed). In stream mode one call returns at most 256 KiB.
+// Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.readMessage("read", b)
+	}
 	if len(b) > lockChunk {
 		b = b[:lockChunk]
 	}
@@ -321,12 +346,16 @@ func (c *Conn) Read(b []byte) (int, error) {
 	}
 }
 
-// Write writes b to the stream. It blocks while the send buffer is full (flow control) and
-// returns once all of b is buffered, or with the count so far when the write deadline passes
+// Write writes b to the stream (in message mode: as one message that never expires and is
+// delivered in order, see WriteMessage). It blocks while the send buffer is full (flow control)
+// and returns once all of b is buffered, or with the count so far when the write deadline passes
 // (os.ErrDeadlineExceeded), the connection breaks, the peer shut down (ErrPeerShutdown) or Close
 // is called (net.ErrClosed). Data buffered is not yet delivered: see Close and CloseContext.
 // Errors come inside a *net.OpError.
 func (c *Conn) Write(b []byte) (int, error) {
+	if c.cfg.MessageMode {
+		return c.writeMessage("write", b, 0, true)
+	}
 	if isClosed(c.closing) {
 		return 0, c.opErr("write", net.ErrClosed)
 	}

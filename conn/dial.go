@@ -61,7 +61,7 @@ func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, c
 	}
 	ap := addrPortOf(raddr)
 	if !ap.IsValid() {
-		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
+		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("not a UDP address: %v", raddr))
 	}
 	m, err := newMux(pc, false, &r)
 	if err != nil {
@@ -105,19 +105,32 @@ func resolveUDP(ctx context.Context, network, address string) (*net.UDPAddr, err
 	return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ips[0].Unmap(), uint16(pn))), nil
 }
 
-// dialer is a client handshake in progress, registered on the mux under its socket ID.
+// dialer is a client handshake (or a rendezvous) in progress, registered on the mux under its
+// socket ID.
 type dialer struct {
 	peer    netip.AddrPort
 	replies chan packet.Handshake
 	failed  chan struct{}
 	once    sync.Once
 	err     error
+
+	early chan []byte // rendezvous only: a copy of the first other packet from the peer (spec §3.3)
 }
 
 // handleDatagram takes a handshake answer from the server (reader goroutine). Anything else, or
-// anything from another address, is dropped (spec §3.2 step 5).
+// anything from another address, is dropped (spec §3.2 step 5); a rendezvous keeps the first
+// other packet, which tells it that the peer is connected.
 func (d *dialer) handleDatagram(b []byte, from netip.AddrPort) {
-	if from != d.peer || !isHandshake(b) {
+	if from != d.peer {
+		return
+	}
+	if !isHandshake(b) {
+		if d.early != nil && len(d.early) == 0 {
+			select {
+			case d.early <- append([]byte(nil), b...):
+			default:
+			}
+		}
 		return
 	}
 	var hs packet.Handshake
@@ -159,7 +172,7 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 	isn := newISN()
 	req := packet.Handshake{
 		Version:    packet.Version,
-		SocketType: packet.SocketStream,
+		SocketType: cfg.socketType(),
 		ISN:        isn,
 		MSS:        uint32(cfg.MSS),
 		FlowWindow: uint32(cfg.recvWindow(cfg.MSS)),
@@ -188,12 +201,18 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 				req.ReqType = packet.ReqResponse
 				send()
 			case packet.ReqRejected:
+				if hs.SocketID != id {
+					continue
+				}
 				m.release()
-				return fail(ErrRejected)
+				err := rejection(&hs, cfg)
+				logDial(cfg, raddr, err)
+				return fail(err)
 			case packet.ReqResponse:
 				p, err := checkResponse(&hs, isn, cfg)
 				if err != nil {
 					m.release()
+					logDial(cfg, raddr, err)
 					return fail(err)
 				}
 				p.id, p.peer = id, peer

@@ -3,6 +3,11 @@
 //
 //	ln, err := conn.Listen("udp", ":9000", nil)   // a *Listener; Accept returns *Conn as net.Conn
 //	c, err := conn.Dial("udp", "host:9000", nil)  // a *Conn
+//	c, err := conn.Rendezvous(ctx, "udp", ":9000", "peer:9000", nil) // both peers connect, no listener
+//
+// Config.MessageMode carries messages instead of a stream (UDT_DGRAM, spec §7.2): Conn.WriteMessage
+// with a time to live and an in-order flag, Conn.ReadMessage one whole message per call
+// (message.go). Rendezvous connection setup (spec §3.3) is in rendezvous.go.
 //
 // On the wire it speaks UDT 4.11 (docs/udt4-spec.md in the repository): the client/server
 // handshake of spec §3.2 with a SYN cookie, data packets paced by a congestion controller

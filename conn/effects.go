@@ -110,6 +110,7 @@ func (c *Conn) apply(fx *effects) {
 	if fx.Writable {
 		signal(c.writable)
 	}
+	c.obs.flush() // what the calls recorded for Config.Logger, logged off the lock
 	if fx.finish {
 		// On a goroutine of its own: finish may tear the socket down, which waits for the
 		// reader, and the reader may be the caller.
@@ -173,6 +174,7 @@ func (c *Conn) runTimers(ob *outbox, sb *sendScratch) {
 	}
 	now := time.Now()
 	c.ep.OnTimer(now)
+	c.observeDrops(now, false)
 	fx := c.pullLocked(via{ob: ob, sb: sb})
 	if !c.finishing && !fx.timerAt.IsZero() && !fx.timerAt.After(now) {
 		fx.timerAt = now.Add(stallDelay)

@@ -9,27 +9,29 @@ import (
 	"github.com/udtgo/udt/internal/stream"
 )
 
-// Errors a Dial can end with, inside a *net.OpError (match with errors.Is).
+// Errors a Dial can end with, inside a *net.OpError (match with errors.Is). Like package
+// net's, their text has no package prefix: the OpError around them names the network ("dial
+// udt 192.0.2.1:9000: connection rejected by peer").
 var (
 	// ErrRejected: the listener refused the connection (handshake request type 1002, spec §3.2):
 	// its accept backlog is full, or the version or socket type differs.
-	ErrRejected = errors.New("udt: connection rejected by peer")
+	ErrRejected = errors.New("connection rejected by peer")
 
 	// ErrHandshakeTimeout: no valid handshake answer within Config.HandshakeTimeout (UDT error
 	// 1001). Its Timeout method reports true.
-	ErrHandshakeTimeout error = &timeoutError{"udt: handshake timed out"}
+	ErrHandshakeTimeout error = &timeoutError{"handshake timed out"}
 
 	// ErrBadHandshake: the listener's answer failed a check (its ISN differs from ours, UDT error
 	// 1004, or a field is out of bounds).
-	ErrBadHandshake = errors.New("udt: invalid handshake response")
+	ErrBadHandshake = errors.New("invalid handshake response")
 
 	// ErrPeerIdle: nothing was heard from the peer for Config.IdleTimeout; the connection is
 	// broken. Errors that say so match it with errors.Is, say how long the peer was silent, and
 	// report Timeout() true.
-	ErrPeerIdle error = &timeoutError{"udt: peer unresponsive, connection broken"}
+	ErrPeerIdle error = &timeoutError{"peer unresponsive, connection broken"}
 
 	// ErrPeerShutdown: Write after the peer sent Shutdown (it will read no more).
-	ErrPeerShutdown = errors.New("udt: peer has shut the connection down")
+	ErrPeerShutdown = errors.New("peer has shut the connection down")
 )
 
 // timeoutError is a net.Error whose Timeout reports true.
@@ -45,7 +47,7 @@ var _ net.Error = (*timeoutError)(nil)
 type peerIdleError struct{ idle time.Duration }
 
 func (e *peerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v, connection broken", e.idle.Round(time.Millisecond))
+	return fmt.Sprintf("peer unresponsive: nothing received for %v, connection broken", e.idle.Round(time.Millisecond))
 }
 func (e *peerIdleError) Timeout() bool        { return true }
 func (e *peerIdleError) Temporary() bool      { return false }

@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"sync"
@@ -30,6 +31,7 @@ type Listener struct {
 	deadErr error
 
 	stats listenerDrops
+	obs   observer // Config.Logger (observe.go)
 }
 
 // peerKey identifies a connection request: the reference's duplicate check (spec §3.2).
@@ -64,7 +66,11 @@ func Listen(network, address string, cfg *Config) (*Listener, error) {
 	}
 	pc, err := net.ListenUDP(network, laddr)
 	if err != nil {
-		return nil, err
+		var oe *net.OpError
+		if errors.As(err, &oe) { // "listen udt ADDR: bind: …", not "listen udp ADDR: …"
+			err = oe.Err
+		}
+		return nil, opError("listen", laddr, nil, err)
 	}
 	return newListener(pc, true, &r)
 }
@@ -93,6 +99,7 @@ func newListener(pc net.PacketConn, own bool, cfg *Config) (*Listener, error) {
 		closing: make(chan struct{}),
 		byPeer:  make(map[peerKey]*Conn),
 	}
+	l.obs.initLog(cfg.Logger, "listener", m.local)
 	m.acquire()
 	m.mu.Lock()
 	m.listener = l
@@ -157,6 +164,9 @@ func (l *Listener) shutdown(err error) {
 			}
 			break
 		}
+		if l.obs.log != nil {
+			l.obs.wait()
+		}
 		l.mux.release()
 	})
 }
@@ -176,9 +186,11 @@ func (l *Listener) forget(k peerKey, c *Conn) {
 // handleHandshake serves one datagram addressed to socket ID 0 (spec §3.2, server side). It runs
 // on the reader goroutine and keeps no state for a request until its cookie checks out.
 func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time) {
+	defer l.obs.flush() // after l.mu is released: lines are recorded under it, logged here
 	var hs packet.Handshake
 	if hs.Decode(b) != nil {
 		l.stats.malformed.Add(1)
+		l.logRejected(reasonBadHandshake, from, now)
 		return
 	}
 	var out [packet.HandshakeSize]byte
@@ -196,9 +208,12 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 	}
 	if !l.jar.valid(from, hs.Cookie, now) {
 		l.stats.badCookie.Add(1)
+		l.logRejected(reasonBadCookie, from, now)
 		return
 	}
-	if hs.Version != packet.Version || hs.SocketType != packet.SocketStream {
+	if hs.Version != packet.Version || hs.SocketType != l.cfg.socketType() {
+		l.logRejected(reasonIncompatible, from, now)
+		hs.SocketType = l.cfg.socketType() // tells a peer of ours why (UDT4 reads only the type 1002)
 		l.reject(&hs, from)
 		return
 	}
@@ -206,6 +221,7 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 	if hs.SocketID == 0 || hs.ISN > packet.MaxSeqNo || hs.MSS < minMSS || hs.MSS > maxMSS ||
 		hs.FlowWindow < minFlowWindow {
 		l.stats.badField.Add(1)
+		l.logRejected(reasonBadField, from, now)
 		return
 	}
 	key := peerKey{from, hs.SocketID, hs.ISN}
@@ -219,6 +235,7 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 		return
 	}
 	if len(l.acceptq) == cap(l.acceptq) {
+		l.logRejected(reasonBacklogFull, from, now)
 		l.reject(&hs, from)
 		return
 	}
@@ -234,6 +251,7 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 		peerFlowWindow: min(int(hs.FlowWindow), l.cfg.FlowWindow),
 		peer:           from,
 		peerID:         hs.SocketID,
+		server:         true,
 	}
 	c := m.newRegisteredConn(&l.cfg, p, now)
 	resp := hs

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"log/slog"
 	"net"
 	"net/netip"
 	"os"
@@ -46,9 +47,10 @@ type mux struct {
 	timers    *timerQueue // connections whose timer fired, for the timer goroutine
 
 	mu       sync.RWMutex
-	conns    map[uint32]*Conn   // established connections by local socket ID
-	dialers  map[uint32]*dialer // handshakes in progress by local socket ID
-	tombs    map[uint32]tomb    // recently closed connections, answered with Shutdown
+	conns    map[uint32]*Conn           // established connections by local socket ID
+	dialers  map[uint32]*dialer         // handshakes in progress by local socket ID
+	rdv      map[netip.AddrPort]*dialer // rendezvous in progress by peer address (rendezvous.go)
+	tombs    map[uint32]tomb            // recently closed connections, answered with Shutdown
 	listener *Listener
 	refs     int
 	closed   bool
@@ -58,6 +60,7 @@ type mux struct {
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
 	drops muxDrops
+	obs   observer // Config.Logger of the socket's first user (observe.go)
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -102,10 +105,12 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		send:       pacer.New(w, pacer.Config{Burst: sendBatch, Tolerance: cfg.PacingTolerance}),
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
+		rdv:        make(map[netip.AddrPort]*dialer),
 		tombs:      make(map[uint32]tomb),
 		readerDone: make(chan struct{}),
 	}
 	m.udp, _ = pc.(addrPortConn)
+	m.obs.initLog(cfg.Logger, "local", m.local)
 	if cfg.noGRO {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {
@@ -183,6 +188,9 @@ func (m *mux) teardown() {
 		m.pc.SetReadDeadline(time.Unix(1, 0))
 	}
 	m.timers.close()
+	if m.obs.log != nil {
+		m.obs.wait()
+	}
 	if m.failing.Load() {
 		// The reader is exiting on its own, and may be the goroutine running this teardown
 		// (fail → Listener.shutdown → release): waiting for it here would deadlock.
@@ -268,42 +276,51 @@ func (m *mux) readLoop(pktSize int) {
 // readScratch is the reader goroutine's per-read state.
 type readScratch struct {
 	owners [readBatch]*Conn // the established connection each datagram is for, if any
-	rest   [readBatch]bool  // the datagram is for the listener, a dialer or nobody
+	kind   [readBatch]uint8 // for the others: otherDatagram or oversizedDatagram
 	out    outbox           // what the batch's engine calls produced, sent after it
 	snd    *sendScratch     // buffers for data the batch makes due at once
 }
+
+// Kinds of datagrams dispatchBatch does not hand to a connection in a batch.
+const (
+	otherDatagram     = 1 + iota // for the listener, a dialer, a tomb or nobody (dispatch)
+	oversizedDatagram            // longer than this socket's packet size: dropped
+)
 
 // dispatchBatch hands the datagrams of one read to their connections, dialers or listener (spec
 // §3.1): each connection's datagrams in one engine batch under one hold of its lock (in arrival
 // order), the rest one by one. The control packets the engines produce leave after the whole
 // batch, grouped by destination.
 func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
-	owners, rest := rs.owners[:len(msgs)], rs.rest[:len(msgs)]
+	owners, kind := rs.owners[:len(msgs)], rs.kind[:len(msgs)]
 	m.mu.RLock()
 	for i := range msgs {
 		msg := &msgs[i]
-		owners[i], rest[i] = nil, false
+		owners[i], kind[i] = nil, otherDatagram
 		switch {
 		case msg.Truncated:
-			m.drops.oversized.Add(1)
-		case msg.N < headerSize:
-			m.drops.short.Add(1)
-		default:
+			kind[i] = oversizedDatagram
+		case msg.N >= headerSize: // shorter ones: dispatch drops them
 			if dst := binary.BigEndian.Uint32(msg.Buf[12:16]); dst != 0 {
-				owners[i] = m.conns[dst]
+				if owners[i] = m.conns[dst]; owners[i] != nil {
+					kind[i] = 0 // its connection's handleBatch takes it
+				}
 			}
-			rest[i] = owners[i] == nil
 		}
 	}
 	m.mu.RUnlock()
 	for i := range msgs {
+		msg := &msgs[i]
 		switch {
 		case owners[i] != nil:
 			owners[i].handleBatch(msgs, owners, i, rs)
-		case rest[i]:
-			msg := &msgs[i]
+		case kind[i] == oversizedDatagram:
+			m.drops.oversized.Add(1)
+			m.logDrop(reasonOversized)
+		case kind[i] == otherDatagram:
 			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), rs)
 		}
+		kind[i] = 0
 	}
 	rs.out.flush(m.io)
 	clear(owners)
@@ -344,6 +361,9 @@ func (m *mux) fail(err error) {
 	if l != nil {
 		l.breakWith(err)
 	}
+	m.obs.recordNow(slog.LevelError, "socket failed", slog.String("error", err.Error()),
+		slog.Int("connections", len(conns)), slog.Bool("listener", l != nil))
+	m.obs.flush()
 }
 
 // dispatch hands one datagram to its connection, dialer or listener (spec §3.1), with the
@@ -351,15 +371,22 @@ func (m *mux) fail(err error) {
 func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
+		m.logDrop(reasonShort)
 		return
 	}
 	dst := binary.BigEndian.Uint32(b[12:16])
 	m.mu.RLock()
 	if dst == 0 {
+		if d := m.rendezvousFor(b, from); d != nil {
+			m.mu.RUnlock()
+			d.handleDatagram(b, from)
+			return
+		}
 		l := m.listener
 		m.mu.RUnlock()
 		if l == nil {
 			m.drops.noListener.Add(1)
+			m.logDrop(reasonNoListener)
 			return
 		}
 		l.handleHandshake(b, from, now)
@@ -393,6 +420,7 @@ func (m *mux) answerTomb(dst uint32, b []byte, from netip.AddrPort, now time.Tim
 	m.mu.Unlock()
 	if !ok || t.peer != from || isShutdown(b) {
 		m.drops.unknownDest.Add(1)
+		m.logDrop(reasonUnknownDest)
 		return
 	}
 	var pkt [headerSize + 4]byte

@@ -47,7 +47,8 @@ type Stats struct {
 	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
 	RecvBufferFree   int           // packets free in the receive buffer
 
-	Drops DropStats // incoming packets dropped or ignored, by reason
+	Drops    DropStats    // incoming packets dropped or ignored, by reason
+	Messages MessageStats // message mode (Config.MessageMode) only
 }
 
 // DropStats counts incoming packets a connection dropped or ignored, by reason. None of them
@@ -97,5 +98,6 @@ func statsFrom(s *stream.Stats, foreign uint64) Stats {
 			ForgedNAK: s.Drops.ForgedNAK, OutOfWindow: s.Drops.OutOfWindow, Duplicate: s.Drops.Duplicate,
 			UnknownACK2: s.Drops.UnknownACK2, IgnoredCtrl: s.Drops.IgnoredCtrl + s.Drops.WrongDest,
 		},
+		Messages: MessageStats(s.Messages),
 	}
 }

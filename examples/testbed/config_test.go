@@ -117,3 +117,18 @@ func TestPrefixWriter(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// TestPlotOnlyWhenAsked: the matrix writes a plot only where -plot says (it wrote
+// testbed-matrix.png into the working directory unasked).
+func TestPlotOnlyWhenAsked(t *testing.T) {
+	o, err := parseFlags([]string{"-matrix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.matrix.plot != "" {
+		t.Errorf("-matrix plots to %q by default", o.matrix.plot)
+	}
+	if o, _ := parseFlags([]string{"-matrix", "-plot", "m.svg"}); o.matrix.plot != "m.svg" {
+		t.Errorf("-plot m.svg: %q", o.matrix.plot)
+	}
+}

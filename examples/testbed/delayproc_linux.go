@@ -15,6 +15,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -67,10 +68,30 @@ func delayLineMain(args []string) int {
 
 // delayProc is the testbed's handle on the delay-line process.
 type delayProc struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	lines chan string
-	errb  *strings.Builder
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	lines   chan string
+	errb    *syncBuilder
+	exited  chan struct{} // closed when the process has exited (waitErr says how)
+	waitErr error
+}
+
+// syncBuilder is a strings.Builder for a process's stderr, safe to read while it writes.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 // startDelayProc runs this executable's delay-line subcommand in namespace ns
@@ -82,7 +103,7 @@ func startDelayProc(ctx context.Context, ns, dev string, delay time.Duration) (*
 	}
 	cmd := nsCommand(context.Background(), ns, exe, delayLineCmd, "-dev", dev, "-delay", delay.String())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	p := &delayProc{cmd: cmd, lines: make(chan string, 4), errb: &strings.Builder{}}
+	p := &delayProc{cmd: cmd, lines: make(chan string, 4), errb: &syncBuilder{}, exited: make(chan struct{})}
 	cmd.Stderr = p.errb
 	if p.stdin, err = cmd.StdinPipe(); err != nil {
 		return nil, err
@@ -100,6 +121,8 @@ func startDelayProc(ctx context.Context, ns, dev string, delay time.Duration) (*
 		for sc.Scan() {
 			p.lines <- sc.Text()
 		}
+		p.waitErr = cmd.Wait() // after stdout's EOF, as exec requires
+		close(p.exited)
 	}()
 	select {
 	case l, ok := <-p.lines:
@@ -130,21 +153,28 @@ func (p *delayProc) Stats() (DelayLineStats, error) {
 	}
 }
 
+// died describes how the process ended on its own (it never should while the testbed runs).
+func (p *delayProc) died() error {
+	msg := fmt.Sprintf("the delay line died (%v)", p.waitErr)
+	if e := strings.TrimSpace(p.errb.String()); e != "" {
+		msg += ": " + e
+	}
+	return errors.New(msg)
+}
+
 // Close ends the process (closing its stdin) and waits for it; after 3 s it
 // is killed.
 func (p *delayProc) Close() error {
 	p.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
-		if err != nil {
-			return fmt.Errorf("delay line: %v: %s", err, strings.TrimSpace(p.errb.String()))
+	case <-p.exited:
+		if p.waitErr != nil {
+			return fmt.Errorf("delay line: %v: %s", p.waitErr, strings.TrimSpace(p.errb.String()))
 		}
 		return nil
 	case <-time.After(3 * time.Second):
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-done
+		<-p.exited
 		return errors.New("delay line did not exit; killed")
 	}
 }

@@ -36,6 +36,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"time"
@@ -50,11 +51,14 @@ type options struct {
 	server     []string // on B
 	client     []string // on A
 	matrix     matrixOptions
+	// stdout carries results only (the link check, the matrix, the commands' own output),
+	// stderr the banner, progress and logs.
+	stdout, stderr io.Writer
 }
 
 func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("testbed", flag.ContinueOnError)
-	o := &options{}
+	o := &options{stdout: os.Stdout, stderr: os.Stderr}
 	rate := fs.String("rate", "100mbit", "bottleneck rate toward each host, IP bytes (tc units: 100mbit, 1gbit; 0 = unshaped)")
 	fs.DurationVar(&o.cfg.RTT, "rtt", 100*time.Millisecond, "round-trip propagation delay added by the delay line")
 	fs.Float64Var(&o.cfg.Loss, "loss", 0, "random loss of forwarded packets, percent, per direction")
@@ -65,10 +69,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.matrix.run, "matrix", false, "run the comparison matrix (rate × rtt × loss × protocol)")
 	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, udt and TCP CUBIC")
 	fs.BoolVar(&o.matrix.json, "json", false, "with -matrix: print {\"results\": [...]} as JSON after the table")
-	fs.StringVar(&o.matrix.plot, "plot", "testbed-matrix.png", "with -matrix: PNG plot of goodput per scenario (none: no plot)")
+	fs.StringVar(&o.matrix.plot, "plot", "", "with -matrix: write a plot of goodput per scenario to this file (PNG, SVG or PDF by its extension; default none)")
 	fs.DurationVar(&o.matrix.duration, "time", 10*time.Second, "with -matrix: duration of each transfer")
 	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,cubic,bbr,quic")
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")
+	fs.StringVar(&o.matrix.traceDir, "trace-dir", "", "with -matrix: keep the trace of every udt transfer in this directory (PROTO-RTT-LOSS.jsonl; draw one with udtperf plot)")
 	fs.StringVar(&o.matrix.pacer, "pacer", "", "with -matrix: udt pacer backend of the sender (udtperf -pacer; default: udtperf's); rows carry it and the sender's CPU s/GB")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args...]\n\n")

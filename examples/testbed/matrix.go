@@ -18,6 +18,7 @@ type matrixOptions struct {
 	duration  time.Duration
 	protocols string
 	udtperf   string
+	traceDir  string // one udtperf -trace file per udt cell
 	pacer     string // udtperf -pacer for the udt rows ("" = its default)
 }
 

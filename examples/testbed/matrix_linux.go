@@ -69,14 +69,14 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 		case protoUDT, protoUDTNative, protoUDTLT, protoQUIC:
 			if bin == "" && binErr == nil {
 				if bin = o.matrix.udtperf; bin == "" {
-					fmt.Fprintln(os.Stderr, "building examples/udtperf…")
+					fmt.Fprintln(o.stderr, "testbed: building examples/udtperf…")
 					bin, binErr = buildUdtperf(ctx, tmp)
 				}
 			}
 			if binErr != nil {
 				runners[p] = unavailable{binErr}
 			} else {
-				runners[p] = udtperfRunner{bin: bin, proto: p, pacer: o.matrix.pacer}
+				runners[p] = udtperfRunner{bin: bin, proto: p, pacer: o.matrix.pacer, traceDir: o.matrix.traceDir}
 			}
 		}
 	}
@@ -90,6 +90,11 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	if err != nil {
 		return 2, err
 	}
+	if d := o.matrix.traceDir; d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return 1, fmt.Errorf("-trace-dir: %v", err)
+		}
+	}
 	tmp, err := os.MkdirTemp("", "testbed-")
 	if err != nil {
 		return 1, err
@@ -97,9 +102,9 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	defer os.RemoveAll(tmp)
 	runners := matrixRunners(ctx, o, protos, tmp)
 	scs := scenarios(o.matrix.quick)
-	table := io.Writer(os.Stdout)
+	table := o.stdout
 	if o.matrix.json {
-		table = os.Stderr // stdout carries only the JSON document
+		table = o.stderr // stdout carries only the JSON document
 	}
 
 	// The link's own measurement first, at the headline setting.
@@ -108,7 +113,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	if o.matrix.quick {
 		mode = "quick"
 	}
-	if err := measureLink(ctx, Config{Rate: head.Rate, RTT: head.RTT, Loss: head.Loss, Queue: o.cfg.Queue}, mode, o.tcpTool, table); err != nil {
+	if err := measureLink(ctx, Config{Rate: head.Rate, RTT: head.RTT, Loss: head.Loss, Queue: o.cfg.Queue}, mode, o.tcpTool, table, o.stderr); err != nil {
 		return 1, interrupted(ctx, err)
 	}
 
@@ -116,7 +121,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	bad := false
 	for _, sc := range scs {
 		cfg := Config{Rate: sc.Rate, RTT: sc.RTT, Loss: sc.Loss, Queue: o.cfg.Queue}
-		scRows, err := runScenario(ctx, cfg, sc, protos, runners, o.matrix.duration)
+		scRows, err := runScenario(ctx, cfg, sc, protos, runners, o.matrix.duration, o.stderr)
 		rows = append(rows, scRows...)
 		if err != nil {
 			return 1, interrupted(ctx, err)
@@ -128,7 +133,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	fmt.Fprintln(table)
 	printTable(table, rows)
 	if o.matrix.json {
-		if err := writeJSON(os.Stdout, rows); err != nil {
+		if err := writeJSON(o.stdout, rows); err != nil {
 			return 1, err
 		}
 	}
@@ -136,7 +141,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 		if err := writePlot(o.matrix.plot, rows); err != nil {
 			return 1, err
 		}
-		fmt.Fprintln(os.Stderr, "plot written to", o.matrix.plot)
+		fmt.Fprintln(o.stderr, "testbed: plot written to", o.matrix.plot)
 	}
 	if bad {
 		return 1, fmt.Errorf("some transfers failed or did not verify (see the table)")
@@ -146,16 +151,17 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 
 // measureLink builds a testbed, prints its full self-measurement and removes
 // it.
-func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w io.Writer) error {
+func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w, log io.Writer) error {
 	tb, err := New(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer tb.Close()
+	ctx = tb.Context()
 	fmt.Fprintf(w, "link self-measurement at %s:\n", tb.Config)
-	checks, err := SelfMeasure(ctx, tb, mode, tcpTool, os.Stderr)
+	checks, err := SelfMeasure(ctx, tb, mode, tcpTool, log)
 	if err != nil {
-		return err
+		return tb.explain(err)
 	}
 	if !printChecks(w, checks) {
 		fmt.Fprintln(w, "WARNING: the link is out of tolerance; the matrix below is suspect")
@@ -169,27 +175,28 @@ func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w io.Wri
 // runScenario builds the testbed for one scenario, checks its RTT and loss
 // quickly, and runs each protocol. Transfer errors go into the rows; the
 // returned error is for the testbed itself or an interrupt.
-func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, runners map[string]transferRunner, dur time.Duration) ([]Row, error) {
+func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, runners map[string]transferRunner, dur time.Duration, log io.Writer) ([]Row, error) {
 	tb, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
 	defer tb.Close()
+	ctx = tb.Context() // cancelled as soon as the delay line or a namespace dies
 	med, _, _, err := PingRTT(ctx, tb, 10)
 	if err != nil {
-		return nil, err
+		return nil, tb.explain(err)
 	}
 	n, pps := probePlan(cfg, planFor("quick", cfg.RTT, "builtin"))
 	lp, _, err := ProbeLoss(ctx, tb, n, pps)
 	if err != nil {
-		return nil, err
+		return nil, tb.explain(err)
 	}
-	fmt.Fprintf(os.Stderr, "scenario %s: link RTT %.2f ms, loss %.3f %%\n", sc, float64(med)/1e6, lp)
+	fmt.Fprintf(log, "testbed: scenario %s: link RTT %.2f ms, loss %.3f %%\n", sc, float64(med)/1e6, lp)
 	var rows []Row
 	for _, p := range protos {
 		row, err := runners[p].Run(ctx, tb, dur)
 		if ctx.Err() != nil {
-			return rows, ctx.Err()
+			return rows, tb.explain(ctx.Err())
 		}
 		base := newRow(p, sc)
 		base.GoodputMbps, base.RetransPct, base.SHA256OK, base.Seconds = row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds
@@ -197,9 +204,9 @@ func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, 
 		base.LinkRTTms, base.LinkLossPct = float64(med)/1e6, lp
 		if err != nil {
 			base.Error = err.Error()
-			fmt.Fprintf(os.Stderr, "  %-10s error: %v\n", p, err)
+			fmt.Fprintf(log, "  %-10s error: %v\n", p, err)
 		} else {
-			fmt.Fprintf(os.Stderr, "  %-10s %7.2f Mbit/s, retrans %.2f %%, sha256 ok %v\n", p, base.GoodputMbps, base.RetransPct, base.SHA256OK)
+			fmt.Fprintf(log, "  %-10s %7.2f Mbit/s, retrans %.2f %%, sha256 ok %v\n", p, base.GoodputMbps, base.RetransPct, base.SHA256OK)
 		}
 		rows = append(rows, base)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -33,43 +34,51 @@ func run(o *options) (code int, err error) {
 			err = fmt.Errorf("cleanup: %w", cerr)
 		}
 	}()
+	ctx = tb.Context() // cancelled as soon as the delay line or a namespace dies
+	// stdout carries results only: the self-measurement when that is all the run does, else
+	// the commands' own output. The banner and every log line go to stderr.
+	log := o.stderr
 	if len(tb.Stale) > 0 {
-		fmt.Printf("testbed: removed namespaces left by killed runs: %s\n", strings.Join(tb.Stale, " "))
+		fmt.Fprintf(log, "testbed: removed namespaces left by killed runs: %s\n", strings.Join(tb.Stale, " "))
 	}
 	queue := ""
 	if tb.Rate > 0 {
 		queue = fmt.Sprintf(", queue %d B", tb.QueueBytes())
 	}
-	fmt.Printf("testbed: %s%s (namespaces %s, %s, %s)\n", tb.Config, queue, tb.NS(HostA), tb.NS(Router), tb.NS(HostB))
+	fmt.Fprintf(log, "testbed: %s%s (namespaces %s, %s, %s)\n", tb.Config, queue, tb.NS(HostA), tb.NS(Router), tb.NS(HostB))
 	if o.measure != "none" {
-		checks, err := SelfMeasure(ctx, tb, o.measure, o.tcpTool, os.Stderr)
+		checks, err := SelfMeasure(ctx, tb, o.measure, o.tcpTool, log)
 		if err != nil {
-			return 1, interrupted(ctx, err)
+			return 1, interrupted(ctx, tb.explain(err))
 		}
-		ok := printChecks(os.Stdout, checks)
-		st := printDelayStats(tb)
+		table := o.stdout
+		if len(o.client) > 0 {
+			table = log
+		}
+		ok := printChecks(table, checks)
+		st := printDelayStats(log, tb)
 		if !ok {
-			fmt.Println("testbed: WARNING: the link is out of tolerance; results across it are suspect")
+			fmt.Fprintln(log, "testbed: WARNING: the link is out of tolerance; results across it are suspect")
 		}
 		if note := st.StallNote(); note != "" {
-			fmt.Println("testbed: note:", note)
+			fmt.Fprintln(log, "testbed: note:", note)
 		}
 	}
 	if len(o.client) == 0 {
-		return 0, nil
+		return 0, tb.Dead()
 	}
 	return runCommands(ctx, tb, o)
 }
 
-func printDelayStats(tb *Testbed) DelayLineStats {
+func printDelayStats(w io.Writer, tb *Testbed) DelayLineStats {
 	s, err := tb.DelayStats()
 	if err != nil {
-		fmt.Println("delay line:", err)
+		fmt.Fprintln(w, "testbed: delay line:", err)
 		return s
 	}
-	fmt.Printf("delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), realtime %v\n",
+	fmt.Fprintf(w, "testbed: delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), realtime %v\n",
 		s.Forwarded, s.Dropped, s.TunDropped, s.Realtime)
-	fmt.Printf("delay line release lateness: %s; worst %.1f ms\n", s.LateSummary(), float64(s.MaxLate)/1e6)
+	fmt.Fprintf(w, "testbed: delay line release lateness: %s; worst %.1f ms\n", s.LateSummary(), float64(s.MaxLate)/1e6)
 	return s
 }
 
@@ -87,26 +96,26 @@ func runCommands(ctx context.Context, tb *Testbed, o *options) (int, error) {
 	if len(o.server) > 0 {
 		s := subst(o.server)
 		srv := tb.Command(ctx, HostB, s[0], s[1:]...)
-		srv.Stdout, srv.Stderr = prefixWriter(os.Stdout, "B| "), prefixWriter(os.Stderr, "B| ")
+		srv.Stdout, srv.Stderr = prefixWriter(o.stdout, "B| "), prefixWriter(o.stderr, "B| ")
 		if err := tb.Start(srv); err != nil {
 			return 1, fmt.Errorf("server on B: %w", err)
 		}
 		defer stopProcess(srv, 0)
 		select {
 		case <-ctx.Done():
-			return 1, interrupted(ctx, ctx.Err())
+			return 1, interrupted(ctx, tb.explain(ctx.Err()))
 		case <-timeAfter(o.serverWait):
 		}
 	}
 	c := subst(o.client)
 	cli := tb.Command(ctx, HostA, c[0], c[1:]...)
-	cli.Stdin, cli.Stdout, cli.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cli.Stdin, cli.Stdout, cli.Stderr = os.Stdin, o.stdout, o.stderr
 	if err := tb.Start(cli); err != nil {
 		return 1, fmt.Errorf("client on A: %w", err)
 	}
 	err := cli.Wait()
 	if ctx.Err() != nil {
-		return 1, interrupted(ctx, ctx.Err())
+		return 1, interrupted(ctx, tb.explain(ctx.Err()))
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -115,9 +124,16 @@ func runCommands(ctx context.Context, tb *Testbed, o *options) (int, error) {
 	return 0, err
 }
 
-// interrupted turns errors caused by a signal into one clear message.
+// interrupted turns errors caused by a signal into one clear message; a testbed that died
+// (*DeadError) says so instead.
 func interrupted(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
+	var de *DeadError
+	switch {
+	case errors.As(err, &de):
+		return de
+	case errors.As(context.Cause(ctx), &de):
+		return de
+	case ctx.Err() != nil:
 		return errors.New("interrupted; removed the namespaces")
 	}
 	return err

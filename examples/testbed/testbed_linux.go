@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +61,13 @@ type Testbed struct {
 	ns    [3]string
 	delay *delayProc
 
+	// ctx is cancelled, with a *DeadError as its cause, when the delay line or a namespace
+	// dies (watch); stopWatch and watchDone end the watcher.
+	ctx       context.Context
+	cancel    context.CancelCauseFunc
+	stopWatch chan struct{}
+	watchDone chan struct{}
+
 	mu   sync.Mutex
 	pids []int // process groups started through Start
 	// undo holds cleanup steps, run in reverse order by Close.
@@ -93,10 +101,10 @@ func MissingTools() string {
 // CheckPrivileges returns an error unless the process can create namespaces.
 func CheckPrivileges() error {
 	if os.Geteuid() != 0 {
-		return errors.New("testbed needs root (it creates network namespaces, veths, qdiscs, nftables rules and a TUN device): run it with sudo")
+		return errors.New("needs root (it creates network namespaces, veths, qdiscs, nftables rules and a TUN device): run it with sudo")
 	}
 	if _, err := os.Stat("/dev/net/tun"); err != nil {
-		return errors.New("testbed needs /dev/net/tun (modprobe tun)")
+		return errors.New("needs /dev/net/tun (modprobe tun)")
 	}
 	return MissingToolsErr()
 }
@@ -116,6 +124,7 @@ func New(ctx context.Context, cfg Config) (_ *Testbed, err error) {
 		return nil, err
 	}
 	tb := &Testbed{Config: cfg, Stale: cleanStale(ctx)}
+	tb.ctx, tb.cancel = context.WithCancelCause(ctx)
 	pid := strconv.Itoa(os.Getpid())
 	// A per-process counter keeps several testbeds of one process apart.
 	seq := strconv.FormatUint(uint64(tbSeq.Add(1)), 10)
@@ -176,7 +185,69 @@ func New(ctx context.Context, cfg Config) (_ *Testbed, err error) {
 	if err := tb.SetLoss(ctx, cfg.Loss); err != nil {
 		return nil, err
 	}
+	tb.stopWatch, tb.watchDone = make(chan struct{}), make(chan struct{})
+	go tb.watch()
 	return tb, nil
+}
+
+// DeadError says that part of the testbed died under a run: the delay line exited or a
+// namespace was deleted. Whatever ran meanwhile did not cross the emulated path (without the
+// delay line the router forwards at once: a ping reads 0.1 ms), so the run stops.
+type DeadError struct{ Err error }
+
+func (e *DeadError) Error() string {
+	return e.Err.Error() + "; stopped (measurements past this point would not cross the emulated path)"
+}
+
+func (e *DeadError) Unwrap() error { return e.Err }
+
+// nsCheckEvery is how often the watcher checks that the namespaces still exist (one stat each).
+const nsCheckEvery = 250 * time.Millisecond
+
+// watch cancels the testbed's context as soon as the delay line exits or a namespace
+// disappears, until Close.
+func (tb *Testbed) watch() {
+	defer close(tb.watchDone)
+	t := time.NewTicker(nsCheckEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-tb.stopWatch:
+			return
+		case <-tb.delay.exited:
+			tb.cancel(&DeadError{tb.delay.died()})
+			return
+		case <-t.C:
+			for h, ns := range tb.ns {
+				if _, err := os.Stat(filepath.Join(netnsDir, ns)); err != nil {
+					tb.cancel(&DeadError{fmt.Errorf("namespace %s (host %v) disappeared", ns, Host(h))})
+					return
+				}
+			}
+		}
+	}
+}
+
+// Context returns a context derived from New's, cancelled with a *DeadError as its cause as
+// soon as the delay line or a namespace dies. Run everything on the testbed under it.
+func (tb *Testbed) Context() context.Context { return tb.ctx }
+
+// Dead returns the *DeadError if the testbed died, else nil.
+func (tb *Testbed) Dead() error {
+	var de *DeadError
+	if errors.As(context.Cause(tb.ctx), &de) {
+		return de
+	}
+	return nil
+}
+
+// explain returns the testbed's death instead of err when the testbed died (err is then
+// a consequence: a cancelled command, a failed ping).
+func (tb *Testbed) explain(err error) error {
+	if de := tb.Dead(); de != nil {
+		return de
+	}
+	return err
 }
 
 var tbSeq atomic.Uint32
@@ -303,6 +374,10 @@ func (tb *Testbed) Start(cmd *exec.Cmd) error {
 // It returns the first error and is idempotent.
 func (tb *Testbed) Close() error {
 	tb.closeOnce.Do(func() {
+		if tb.stopWatch != nil {
+			close(tb.stopWatch)
+			<-tb.watchDone
+		}
 		tb.mu.Lock()
 		pids := tb.pids
 		tb.mu.Unlock()
@@ -314,6 +389,7 @@ func (tb *Testbed) Close() error {
 				tb.closeErr = err
 			}
 		}
+		tb.cancel(nil)
 	})
 	return tb.closeErr
 }

@@ -48,9 +48,15 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 
 // udtperfRunner runs one udtperf transfer A→B with -proto proto.
 type udtperfRunner struct {
-	bin   string
-	proto string // udt, udt-native, udt-lt (udt with udtCC's -cc) or quic
-	pacer string // udt: -pacer of the client (the sender); "" = udtperf's default
+	bin      string
+	proto    string // udt, udt-native, udt-lt (udt with udtCC's -cc) or quic
+	pacer    string // udt: -pacer of the client (the sender); "" = udtperf's default
+	traceDir string // if set, udt transfers keep their trace there
+}
+
+// traceFile is the trace of proto's transfer over the testbed's path: PROTO-RTT-LOSS.jsonl.
+func traceFile(dir, proto string, c Config) string {
+	return filepath.Join(dir, fmt.Sprintf("%s-%gmbit-%vms-%gpct.jsonl", proto, float64(c.Rate)/1e6, c.RTT.Milliseconds(), c.Loss))
 }
 
 func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) (Row, error) {
@@ -79,6 +85,9 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	}
 	if r.pacer != "" && r.proto != protoQUIC {
 		args = append(args, "-pacer", r.pacer)
+	}
+	if r.traceDir != "" && r.proto != protoQUIC {
+		args = append(args, "-trace", traceFile(r.traceDir, r.proto, tb.Config))
 	}
 	cli := tb.Command(ctx, HostA, r.bin, args...)
 	var stdout, stderr bytes.Buffer

@@ -2,7 +2,10 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestParseUdtperfJSON(t *testing.T) {
 	one := `{"protocol":"udt","backend":"hybrid","goodput_mbps":95.5,"retrans_pct":1.2,"rtt_ms":100.3,"sha256_ok":true,"seconds":10,"sender_cpu_s_per_gb":2.5}`
@@ -20,5 +23,12 @@ func TestParseUdtperfJSON(t *testing.T) {
 		if _, err := parseUdtperfJSON([]byte(bad), "udt"); err == nil {
 			t.Errorf("parseUdtperfJSON(%q): want an error", bad)
 		}
+	}
+}
+
+func TestTraceFileNames(t *testing.T) {
+	got := traceFile("/d", "udt-lt", Config{Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 0.1})
+	if got != "/d/udt-lt-100mbit-100ms-0.1pct.jsonl" {
+		t.Errorf("trace file %q", got)
 	}
 }

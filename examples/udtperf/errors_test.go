@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -27,6 +28,14 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"server", "-dir", "/nonexistent/udtperf"}, "not a directory"},
 		{[]string{"client", "-connect", "h:1", "extra"}, "unexpected argument"},
+		{[]string{"server", "-listen", "9000"}, "bad -listen"},
+		{[]string{"server", "-listen", ":70000"}, "bad -listen port"},
+		{[]string{"server", "-listen", ":65535"}, "bad -listen port"},
+		{[]string{"server", "-keep-partial", "-1h"}, "-keep-partial"},
+		{[]string{"client", "-connect", "h:1", "-file", "x", "-bytes", "1MiB"}, "-file sends the whole file: -bytes do not apply"},
+		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s"}, "-time do not apply"},
+		{[]string{"client", "-connect", "h:1", "-resume"}, "-resume needs -file"},
+		{[]string{"client", "-connect", "h:1", "-reverse", "-tcp-cc", "reno"}, "-tcp-cc set the sender"},
 	} {
 		code, out, errOut := runCmd(tc.args...)
 		if code != 2 {
@@ -39,6 +48,24 @@ func TestBadFlags(t *testing.T) {
 	}
 	if code, _, errOut := runCmd("client", "-h"); code != 0 || !strings.Contains(errOut, "-connect") {
 		t.Errorf("-h: exit %d, usage %q", code, errOut)
+	}
+}
+
+// TestListenBusy: a port in use is a runtime error (exit 1) in one line that names the
+// address once, without a doubled "listen udt: udt:" or "listen udp" prefix.
+func TestListenBusy(t *testing.T) {
+	busy, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	code, _, errOut := runCmd("server", "-listen", busy.LocalAddr().String(), "-proto", "udt")
+	if code != 1 {
+		t.Errorf("exit %d, want 1", code)
+	}
+	want := "udtperf: cannot listen for udt on udp " + busy.LocalAddr().String() + ": bind: address already in use\n"
+	if errOut != want {
+		t.Errorf("stderr %q, want %q", errOut, want)
 	}
 }
 
@@ -96,7 +123,7 @@ func TestServerKilled(t *testing.T) {
 			if code != 1 {
 				t.Fatalf("exit %d, want 1", code)
 			}
-			want := "nothing heard for 2s"
+			want := "nothing heard from the peer for 2s"
 			if proto == "tcp" {
 				want = "closed by the peer"
 			}

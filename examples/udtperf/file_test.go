@@ -181,9 +181,13 @@ func TestCheckName(t *testing.T) {
 			t.Errorf("checkName(%q) = %v", ok, err)
 		}
 	}
-	for _, bad := range []string{"", ".", "..", "../a", "a/..", "a/b", `a\b`, "/a", "a\x00", "a\x7f", "\xff", strings.Repeat("x", 256)} {
-		if err := checkName(bad); err == nil {
-			t.Errorf("checkName(%q) accepted", bad)
+	for bad, why := range map[string]string{
+		"": "empty", ".": "not a file name", "..": "not a file name", "../a": "no path", "a/..": "no path",
+		"a/b": "no path", `a\b`: "no path", "/a": "no path", "a\x00": "control characters", "a\x7f": "control characters",
+		"new\nline": "control characters", "\xff": "UTF-8", strings.Repeat("x", 256): "256 bytes long",
+	} {
+		if err := checkName(bad); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("checkName(%q) = %v, want a refusal saying %q", bad, err, why)
 		}
 	}
 }

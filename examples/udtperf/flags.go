@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -28,16 +29,20 @@ type transportFlags struct {
 	cc        string
 	ccFactory congestion.Factory
 	strict    bool
+	tcpCC     string        // kernel TCP congestion control of a tcp sender; "" = the host's default
 	tolerance toleranceFlag // conn.Config.PacingTolerance
 	mss       int
 	handshake time.Duration
 	idle      time.Duration
+	message   bool                              // udt message mode (Config.MessageMode): server -message, client and self -message SIZE
+	tracer    func(trace.ConnInfo) trace.Tracer // udt: the connection's trace (client -trace); not a flag
 }
 
 func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
 	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD), udt-lt (loss-tolerant DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
+	fs.StringVar(&t.tcpCC, "tcp-cc", "", "tcp sender's kernel congestion control, e.g. cubic or bbr (default: the host's, net.ipv4.tcp_congestion_control; Linux)")
 	fs.Var(&t.tolerance, "pacing-tolerance", "udt pacing tolerance of the sender: default (pacer.DefaultTolerance), 0 or exact (none), or a duration like 100us")
 	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
 	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")
@@ -57,6 +62,11 @@ func (t *transportFlags) validate(pacers []string) error {
 	t.ccFactory = f
 	if t.mss < 76 || t.mss > 65535 {
 		return fmt.Errorf("-mss %d out of range [76, 65535]", t.mss)
+	}
+	if t.tcpCC != "" {
+		if err := checkTCPCongestion(t.tcpCC); err != nil {
+			return fmt.Errorf("bad -tcp-cc: %v", err)
+		}
 	}
 	if t.handshake <= 0 || t.idle <= 0 {
 		return errors.New("-handshake-timeout and -idle-timeout must be positive")
@@ -116,6 +126,7 @@ type selfOptions struct {
 	out    outputFlags
 	tr     transportFlags
 	limit  limitFlags
+	msg    msgFlags
 	protos []string
 	pacers []string
 }
@@ -129,6 +140,9 @@ type serverOptions struct {
 	dir    string
 	force  bool
 	once   bool
+	// keepPartial is how long the partial file of an upload that broke off is kept for
+	// -resume; 0 removes it at once.
+	keepPartial time.Duration
 }
 
 // clientOptions: `udtperf client`.
@@ -140,6 +154,9 @@ type clientOptions struct {
 	proto   string
 	reverse bool
 	file    string
+	msg     msgFlags
+	resume  bool
+	trace   string // -trace FILE
 }
 
 // newFlagSet returns a flag set that reports errors to the caller, not by exiting; usage goes
@@ -188,8 +205,12 @@ func parseSelf(args []string, stderr io.Writer) (*selfOptions, error) {
 	o.tr.register(fs, "udt pacer backends to measure, comma-separated")
 	o.limit.register(fs, selfDefaultTime, " per row")
 	protos := fs.String("proto", strings.Join(protocols, ","), "protocols to measure, comma-separated: udt, tcp, quic")
+	o.msg.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	if err := o.msg.validate(); err != nil {
+		return nil, usageError{err}
 	}
 	o.pacers = splitList(o.tr.pacer)
 	o.protos = splitList(*protos)
@@ -215,6 +236,8 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	fs.StringVar(&o.dir, "dir", "", "store files sent with -file in this directory (file uploads are refused without it)")
 	fs.BoolVar(&o.force, "force", false, "overwrite existing files in -dir")
 	fs.BoolVar(&o.once, "once", false, "exit after the first transfer")
+	fs.BoolVar(&o.tr.message, "message", false, "serve udt in message mode (Config.MessageMode) for clients with -message: stream clients are refused")
+	fs.DurationVar(&o.keepPartial, "keep-partial", 24*time.Hour, "keep the partial file of an upload that broke off this long, for the client's -resume (0: remove it at once)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
@@ -225,10 +248,16 @@ func parseServer(name string, args []string, stderr io.Writer) (*serverOptions, 
 	if err := o.out.validate(); err != nil {
 		return nil, usageError{err}
 	}
+	if _, _, err := splitListen(o.listen); err != nil {
+		return nil, usageError{err}
+	}
 	if o.dir != "" {
 		if st, err := os.Stat(o.dir); err != nil || !st.IsDir() {
 			return nil, usageError{fmt.Errorf("-dir %s is not a directory", o.dir)}
 		}
+	}
+	if o.keepPartial < 0 {
+		return nil, usageError{errors.New("-keep-partial must not be negative")}
 	}
 	if err := o.tr.validate([]string{o.tr.pacer}); err != nil {
 		return nil, usageError{err}
@@ -247,8 +276,17 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	fs.StringVar(&o.proto, "proto", "udt", "protocol: udt, tcp or quic")
 	fs.BoolVar(&o.reverse, "reverse", false, "the server sends, the client receives")
 	fs.StringVar(&o.file, "file", "", "send this file; the server stores it under its -dir (with the base name)")
+	o.msg.register(fs)
+	fs.StringVar(&o.trace, "trace", "", "udt: write the connection's trace (every packet, ACK, NAK, RTT, controller decision) to this file as JSON lines; see udtperf plot")
+	fs.BoolVar(&o.resume, "resume", false, "with -file: continue an upload that broke off from what the server holds (checked by SHA-256)")
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	if err := o.msg.validate(); err != nil {
+		return nil, usageError{err}
+	}
+	if o.msg.size > 0 && (o.proto != "udt" || o.reverse || o.file != "") {
+		return nil, usageError{errors.New("-message needs -proto udt, without -reverse or -file")}
 	}
 	if o.connect == "" {
 		return nil, usageError{errors.New("client needs -connect HOST:PORT")}
@@ -259,10 +297,27 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	if o.file != "" && o.reverse {
 		return nil, usageError{errors.New("-file and -reverse cannot be combined (a file is always sent by the client)")}
 	}
+	if o.trace != "" && o.proto != "udt" {
+		return nil, usageError{fmt.Errorf("-trace traces udt connections, not %s", o.proto)}
+	}
+	if o.resume && o.file == "" {
+		return nil, usageError{errors.New("-resume needs -file")}
+	}
+	if o.file != "" {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "bytes" || f.Name == "time" {
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return nil, usageError{fmt.Errorf("-file sends the whole file: %s do not apply", strings.Join(set, " and "))}
+		}
+	}
 	if o.reverse {
 		var set []string // sender-side flags, which the server's own flags decide with -reverse
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "cc" || f.Name == "pacer" || f.Name == "strict" {
+			if f.Name == "cc" || f.Name == "pacer" || f.Name == "strict" || f.Name == "tcp-cc" {
 				set = append(set, "-"+f.Name)
 			}
 		})

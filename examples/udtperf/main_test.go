@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -144,6 +145,9 @@ func TestSelfSmoke(t *testing.T) {
 	}
 	for i, name := range wantRows {
 		f := strings.Fields(lines[i+1])
+		if name == "tcp" && strings.HasPrefix(f[0], "tcp/") { // tcp/CC: the kernel's congestion control
+			name = f[0]
+		}
 		if len(f) != 8 || f[0] != name || f[7] != "ok" {
 			t.Errorf("row %d = %q, want %s ... ok (8 columns)", i, lines[i+1], name)
 		}
@@ -192,8 +196,10 @@ func TestSelfSmoke(t *testing.T) {
 		if r["protocol"] == "udt" && r["pkts_per_wake"] == nil {
 			t.Errorf("%s: pkts_per_wake is null", name)
 		}
-		if udt := r["protocol"] == "udt"; (r["cc"] != nil) != udt || (r["strict"] != nil) != udt {
-			t.Errorf("%s: cc %v, strict %v (null exactly for tcp and quic)", name, r["cc"], r["strict"])
+		// cc: udt's -cc, tcp's kernel algorithm (Linux), null for quic; strict: udt only.
+		udt, quic := r["protocol"] == "udt", r["protocol"] == "quic"
+		if (r["cc"] == nil) != (quic || (r["protocol"] == "tcp" && runtime.GOOS != "linux")) || (r["strict"] != nil) != udt {
+			t.Errorf("%s: cc %v, strict %v", name, r["cc"], r["strict"])
 		}
 	}
 }

@@ -120,15 +120,26 @@ func (r *rateMeter) mbps() (float64, bool) {
 	return float64(b.bytes-a.bytes) * 8 / d / 1e6, true
 }
 
-// barBytes is the byte count the bar shows. For a sender whose transport exposes its send
-// buffer's backlog (udt), it counts the bytes that have left the buffer (acknowledged), not
-// those written into it: a sender first fills its buffer (udt's holds 8192 packets, about
-// 12 MB) at memory speed, which would show a rate far above the path's, then 0 while the
-// buffer drains at the end of a timed run. The count never goes backwards.
-func (m *monitor) barBytes(prev int64) int64 {
-	n := m.s.moved.Load()
-	if b, ok := m.s.c.(interface{ backlog() int64 }); ok && m.sender {
-		n -= b.backlog()
+// delivered is the byte count the bar and the interval lines show: the bytes delivered to the
+// receiving application. A receiver counts what it has read; a sender counts what the
+// receiver's progress messages report. A sender must not count the bytes it has written: its
+// transport first buffers megabytes at memory speed (udt's send buffer holds 8192 packets,
+// about 12 MB; the kernel's TCP buffers several MB), which would show a rate far above the
+// path's at the start, and nothing at all while the buffer drains at the end of a timed run.
+// With a peer that sends no progress messages (an older udtperf), a udt sender counts the
+// bytes acknowledged (written minus the send buffer's backlog), others what they wrote. The
+// count never goes backwards: prev is the last one.
+func (m *monitor) delivered(prev int64) int64 {
+	var n int64
+	switch b, ok := m.s.c.(interface{ backlog() int64 }); {
+	case !m.sender:
+		n = m.s.moved.Load()
+	case m.s.progress:
+		n = m.s.delivered.Load()
+	case ok:
+		n = m.s.moved.Load() - b.backlog()
+	default:
+		n = m.s.moved.Load()
 	}
 	return max(n, prev)
 }
@@ -163,7 +174,7 @@ func (m *monitor) run(label string) {
 			if m.bar == nil {
 				continue
 			}
-			shown = m.barBytes(shown)
+			shown = m.delivered(shown)
 			if !m.barTime {
 				m.bar.Set64(shown)
 				continue
@@ -183,7 +194,7 @@ func (m *monitor) run(label string) {
 
 // emit records the interval from the last sample to now and prints it.
 func (m *monitor) emit(begin, now time.Time) {
-	n := m.s.moved.Load()
+	n := m.delivered(m.last.bytes)
 	st := m.s.c.Stats(m.sender)
 	iv := Interval{
 		Start: m.last.at.Sub(begin).Seconds(), End: now.Sub(begin).Seconds(), Bytes: n - m.last.bytes,
@@ -228,7 +239,7 @@ func (m *monitor) stop() []Interval {
 		if m.last.at.IsZero() {
 			m.last = sample{at: time.Unix(0, start), lost: math.NaN(), retr: math.NaN()}
 		}
-		if now.Sub(m.last.at) >= m.interval/10 && m.s.moved.Load() > m.last.bytes {
+		if now.Sub(m.last.at) >= m.interval/10 && m.delivered(m.last.bytes) > m.last.bytes {
 			m.emit(time.Unix(0, start), now)
 		}
 	}

@@ -57,18 +57,27 @@ type backlogConn struct {
 
 func (b *backlogConn) backlog() int64 { return b.queued }
 
-func TestBarBytesCountsWhatLeftTheBuffer(t *testing.T) {
+func TestDeliveredCountsWhatLeftTheBuffer(t *testing.T) {
 	c := &backlogConn{queued: 700}
 	m := &monitor{s: &session{c: c}, sender: true}
 	m.s.moved.Store(1000)
-	if got := m.barBytes(0); got != 300 {
-		t.Errorf("sender with a backlog: %d, want 300", got)
+	if got := m.delivered(0); got != 300 {
+		t.Errorf("sender with a backlog, no progress messages: %d, want 300", got)
 	}
-	if got := m.barBytes(500); got != 500 {
+	if got := m.delivered(500); got != 500 {
 		t.Errorf("went backwards: %d, want 500", got)
 	}
+	m.s.progress = true
+	m.s.noteDelivered(250)
+	if got := m.delivered(0); got != 250 {
+		t.Errorf("sender with progress messages: %d, want the receiver's 250", got)
+	}
+	m.s.noteDelivered(5000) // more than was sent: a confused peer
+	if got := m.delivered(0); got != 1000 {
+		t.Errorf("receiver reported more than was sent: %d, want 1000", got)
+	}
 	m.sender = false
-	if got := m.barBytes(0); got != 1000 {
+	if got := m.delivered(0); got != 1000 {
 		t.Errorf("receiver: %d, want 1000", got)
 	}
 }

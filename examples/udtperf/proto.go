@@ -19,9 +19,13 @@ type transportConn interface {
 	Write(p []byte) (int, error)
 	SetReadDeadline(t time.Time) error
 	RemoteAddr() net.Addr
-	// Close releases the connection after delivering what was written where the transport
-	// can (udt lingers until acknowledged; tcp closes gracefully; quic closes at once).
+	// Close releases the connection. udtperf's protocol has confirmed delivery end to end
+	// before either end closes (see wire.go), so no transport needs to linger: udt sends
+	// Shutdown at once, tcp closes gracefully, quic closes at once.
 	Close() error
+	// Abort closes the connection so that the peer learns at once that the transfer was cut
+	// short (udt: Shutdown; tcp: a reset; quic: an application error).
+	Abort() error
 	// Stats samples the transport's counters; sender tells which side this end plays.
 	Stats(sender bool) linkStats
 	// Backend is the udt pacer backend; "" for tcp and quic.
@@ -71,7 +75,7 @@ func dialTransport(ctx context.Context, proto, addr string, tr *transportFlags) 
 		}
 		return &udtConn{c, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
-		d := net.Dialer{}
+		d := net.Dialer{Control: tcpSocketControl(tr.tcpCC)}
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return nil, err
@@ -93,7 +97,8 @@ func listenTransport(proto, addr string, tr *transportFlags) (transportListener,
 		}
 		return udtListener{l, udtSendBuffer(tr.mss)}, nil
 	case "tcp":
-		l, err := net.Listen("tcp", addr)
+		lc := net.ListenConfig{Control: tcpSocketControl(tr.tcpCC)}
+		l, err := lc.Listen(context.Background(), "tcp", addr)
 		if err != nil {
 			return nil, err
 		}
@@ -114,6 +119,9 @@ func udtConfig(tr *transportFlags) *conn.Config {
 		Congestion:       tr.ccFactory,
 		HandshakeTimeout: tr.handshake,
 		IdleTimeout:      tr.idle,
+		MessageMode:      tr.message,
+		Linger:           -1, // delivery is confirmed by udtperf's own protocol (see transportConn.Close)
+		Tracer:           tr.tracer,
 	}
 }
 
@@ -134,6 +142,8 @@ func (c *udtConn) backlog() int64 {
 }
 
 func (c *udtConn) Backend() string { return c.PacerName() }
+
+func (c *udtConn) Abort() error { return c.Conn.Close() } // Linger −1: Shutdown at once
 
 func (c *udtConn) Stats(sender bool) linkStats {
 	st := c.Conn.Stats()
@@ -170,38 +180,32 @@ func (l udtListener) Accept(ctx context.Context) (transportConn, error) {
 func (l udtListener) Addr() net.Addr { return l.l.Addr() }
 func (l udtListener) Close() error   { return l.l.Close() }
 
-// tcpConn is a TCP connection whose reads and writes fail after the idle timeout without
-// progress, like udt's dead-peer detection.
+// tcpConn is a TCP connection whose peer is declared dead by the kernel after -idle-timeout
+// without an answer (setDeadPeerTimeout); reads honour only explicit deadlines. Where the kernel
+// cannot do that (writeIdle > 0), a write that makes no progress for writeIdle fails instead.
 type tcpConn struct {
 	*net.TCPConn
-	idle     time.Duration
-	deadline time.Time // explicit read deadline, zero if none
+	writeIdle time.Duration
 }
 
 func newTCPConn(c *net.TCPConn, idle time.Duration) *tcpConn {
-	return &tcpConn{TCPConn: c, idle: idle}
-}
-
-func (c *tcpConn) Read(p []byte) (int, error) {
-	d := time.Now().Add(c.idle)
-	if !c.deadline.IsZero() && c.deadline.Before(d) {
-		d = c.deadline
-	}
-	c.TCPConn.SetReadDeadline(d)
-	return c.TCPConn.Read(p)
+	return &tcpConn{TCPConn: c, writeIdle: setDeadPeerTimeout(c, idle)}
 }
 
 func (c *tcpConn) Write(p []byte) (int, error) {
-	c.TCPConn.SetWriteDeadline(time.Now().Add(c.idle))
+	if c.writeIdle > 0 {
+		c.TCPConn.SetWriteDeadline(time.Now().Add(c.writeIdle))
+	}
 	return c.TCPConn.Write(p)
 }
 
-func (c *tcpConn) SetReadDeadline(t time.Time) error {
-	c.deadline = t
-	return c.TCPConn.SetReadDeadline(t)
-}
-
 func (c *tcpConn) Backend() string { return "" }
+
+// Abort resets the connection (SO_LINGER 0): the peer's next read or write fails at once.
+func (c *tcpConn) Abort() error {
+	c.TCPConn.SetLinger(0)
+	return c.TCPConn.Close()
+}
 
 func (c *tcpConn) Stats(sender bool) linkStats { return tcpStats(c.TCPConn, sender) }
 
@@ -237,7 +241,7 @@ func describeNetError(err error, proto, peer string, tr *transportFlags, dialing
 		return s
 	}
 	if timeout { // udt's dead-peer detection, tcp's idle deadline
-		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+		return fmt.Sprintf("connection to %s lost: nothing heard from the peer for %v (-idle-timeout: the peer was killed, or the path is down)", peer, tr.idle)
 	}
 	return fmt.Sprintf("%s connection to %s: %v", proto, peer, err)
 }

@@ -193,6 +193,18 @@ func (q *quicConn) Close() error {
 	return err
 }
 
+// quicAborted is the application error code of an aborted transfer.
+const quicAborted = 1
+
+// Abort closes the connection with an application error, which the peer sees at once.
+func (q *quicConn) Abort() error {
+	err := q.c.CloseWithError(quicAborted, "transfer aborted")
+	if q.t != nil {
+		closeQUICTransport(q.t)
+	}
+	return err
+}
+
 func (q *quicConn) Stats(sender bool) linkStats {
 	st := q.c.ConnectionStats()
 	s := unknownStats()
@@ -215,7 +227,7 @@ func quicErrorText(err error, proto, peer string, tr *transportFlags) string {
 	case errors.As(err, &hs):
 		return fmt.Sprintf("no %s server answers at %s (no handshake within %v)", proto, peer, tr.handshake)
 	case errors.As(err, &idle):
-		return fmt.Sprintf("connection to %s lost: nothing heard for %v (peer killed or network down)", peer, tr.idle)
+		return fmt.Sprintf("connection to %s lost: nothing heard from the peer for %v (-idle-timeout: the peer was killed, or the path is down)", peer, tr.idle)
 	case errors.As(err, &app) && app.Remote:
 		return fmt.Sprintf("connection to %s closed by the peer in mid-transfer", peer)
 	}

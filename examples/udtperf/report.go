@@ -14,10 +14,11 @@ import (
 type Row struct {
 	Protocol          string     `json:"protocol"`              // udt, tcp or quic
 	Backend           string     `json:"backend"`               // udt pacer backend of the sender; "" for tcp and quic
-	CC                *string    `json:"cc"`                    // udt congestion control (udt, udt-lt, fixed:RATE); nil for tcp and quic
+	CC                *string    `json:"cc"`                    // congestion control: udt's -cc (udt, udt-lt, fixed:RATE), tcp's kernel algorithm (cubic, bbr…); nil for quic
 	Strict            *bool      `json:"strict"`                // udt strict pacing; nil for tcp and quic
 	Direction         string     `json:"direction"`             // client->server or server->client
 	File              *string    `json:"file"`                  // file mode: the base name; nil otherwise
+	ResumedFrom       *int64     `json:"resumed_from"`          // file mode: the byte the upload continued from (0: the whole file); nil otherwise
 	Bytes             int64      `json:"bytes"`                 // payload bytes delivered
 	Seconds           float64    `json:"seconds"`               // sender's first byte to the receiver's report
 	GoodputMbps       float64    `json:"goodput_mbps"`          // bytes·8 / seconds / 10^6
@@ -35,12 +36,16 @@ type Row struct {
 	receiverElapsedNs int64
 }
 
-// udtSettings are a row's cc and strict: set for udt, nil (JSON null) for tcp and quic.
+// udtSettings are a row's cc and strict: both set for udt; for tcp cc is the sender's kernel
+// congestion control (nil if unknown) and strict nil; both nil (JSON null) for quic.
 func udtSettings(proto, cc string, strict bool) (*string, *bool) {
-	if proto != "udt" {
-		return nil, nil
+	switch {
+	case proto == "udt":
+		return &cc, &strict
+	case proto == "tcp" && cc != "":
+		return &cc, nil
 	}
-	return &cc, &strict
+	return nil, nil
 }
 
 // failedRow is a self-mode row for a transfer that failed.
@@ -54,7 +59,7 @@ func failedRow(proto, backend, cc string, strict bool, err error) Row {
 type Interval struct {
 	Start        float64  `json:"start"` // seconds since the data phase began
 	End          float64  `json:"end"`
-	Bytes        int64    `json:"bytes"` // sent (client sends) or received (client receives) in the interval
+	Bytes        int64    `json:"bytes"` // delivered to the receiving application in the interval (a sender learns it from the receiver's progress messages)
 	Mbps         float64  `json:"mbps"`
 	RTTms        *float64 `json:"rtt_ms"`
 	CwndPkts     *float64 `json:"cwnd_pkts"`      // udt, tcp
@@ -89,10 +94,14 @@ func makeRow(snd, rcv *report) Row {
 	return r
 }
 
-// name is the row's label in tables: udt/hybrid, tcp, quic.
+// name is the row's label in tables: udt/hybrid (the pacer backend), tcp/cubic (the kernel's
+// congestion control), quic.
 func (r *Row) name() string {
-	if r.Backend != "" {
+	switch {
+	case r.Backend != "":
 		return r.Protocol + "/" + r.Backend
+	case r.Protocol == "tcp" && r.CC != nil:
+		return r.Protocol + "/" + *r.CC
 	}
 	return r.Protocol
 }

@@ -59,25 +59,53 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v, pacing tolerance %v); receivers run in child processes\n",
 		len(specs), what, o.tr.cc, o.tr.strict, &o.tr.tolerance)
+	ctx, stop := interruptContext(stderr, "aborting the row in progress")
+	defer stop()
 	var rows []Row
+	var msgs []MessageRow // -message: a message-mode row after each udt row (message.go)
 	failed := 0
 	for _, sp := range specs {
-		row, err := selfRow(exe, o, sp, stdout, stderr)
+		if ctx.Err() != nil {
+			break
+		}
+		row, err := selfRow(ctx, exe, o, sp, stdout, stderr)
 		if err != nil {
-			row = failedRow(sp.proto, sp.backend, o.tr.cc, o.tr.strict, err)
+			cc := o.tr.cc
+			if sp.proto == "tcp" {
+				cc = o.tr.tcpCC
+			}
+			row = failedRow(sp.proto, sp.backend, cc, o.tr.strict, err)
 			fmt.Fprintf(stderr, "udtperf: %s: %v\n", sp.label(), err)
 			failed++
 		} else if !row.SHA256OK {
 			failed++
 		}
 		rows = append(rows, row)
+		if o.msg.size > 0 && sp.proto == "udt" {
+			m, ok := selfMessages(exe, o, sp.backend, &row, stderr)
+			if !ok {
+				failed++
+			}
+			msgs = append(msgs, m)
+		}
 	}
 	if o.out.json {
-		if err := writeJSON(stdout, rows); err != nil {
+		write := func() error { return writeJSON(stdout, rows) }
+		if o.msg.size > 0 {
+			write = func() error { return writeMessagesJSON(stdout, rows, msgs) }
+		}
+		if err := write(); err != nil {
 			return err
 		}
 	} else {
 		writeTable(stdout, rows)
+		if len(msgs) > 0 {
+			fmt.Fprintln(stdout)
+			writeMessageTable(stdout, msgs)
+		}
+	}
+	if ctx.Err() != nil {
+		return interruptedError{fmt.Errorf("interrupted after %d of %d self-mode transfers", len(rows), len(specs))}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d self-mode transfers failed", failed, len(rows))
@@ -86,14 +114,14 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 }
 
 // selfRow runs one row: a child receiver, this process as the sender.
-func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Writer) (Row, error) {
+func selfRow(ctx context.Context, exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Writer) (Row, error) {
 	tr := o.tr
 	tr.pacer = pacer.DefaultWaiter
 	if sp.backend != "" {
 		tr.pacer = sp.backend
 	}
 	cmd := exec.Command(exe, selfServerCmd, "-listen", "127.0.0.1:0", "-proto", sp.proto, "-pacer", tr.pacer,
-		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss),
+		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss), "-tcp-cc", tr.tcpCC,
 		"-handshake-timeout", tr.handshake.String(), "-idle-timeout", tr.idle.String())
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = stderr
@@ -131,8 +159,8 @@ func selfRow(exe string, o *selfOptions, sp selfRowSpec, stdout, stderr io.Write
 		werr := stopChild(0)
 		return Row{}, fmt.Errorf("receiver process did not start (%v)", werr)
 	}
-	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time)}
-	row, err := clientTransfer(context.Background(), sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
+	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
+	row, err := clientTransfer(ctx, sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
 		sp.label(), sp.label()+" ")
 	grace := 15 * time.Second
 	if err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +14,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 )
 
@@ -32,6 +32,8 @@ type server struct {
 	mu       sync.Mutex
 	active   map[transportConn]bool // connections being served
 	stopping atomic.Bool            // close has begun: errors of aborted transfers are expected
+	served   atomic.Int64           // clients handled (a refusal included)
+	failed   atomic.Int64           // of them, transfers that did not complete and verify
 }
 
 // quicPortOffset: quic is served on UDP port PORT+1, next to udt's UDP port PORT, so that each
@@ -55,13 +57,9 @@ func quicAddr(addr string) string {
 // listen opens the listeners: udt on UDP port PORT, tcp on TCP port PORT, quic on UDP port
 // PORT+1. With port 0 it finds a PORT whose neighbour is free as well.
 func listen(o *serverOptions) (*server, error) {
-	host, portStr, err := net.SplitHostPort(o.listen)
+	host, port, err := splitListen(o.listen)
 	if err != nil {
-		return nil, fmt.Errorf("bad -listen %q: %v", o.listen, err)
-	}
-	port, err := net.LookupPort("udp", portStr)
-	if err != nil || port > 65535-quicPortOffset {
-		return nil, fmt.Errorf("bad -listen port %q", portStr)
+		return nil, usageError{err}
 	}
 	if port != 0 {
 		return listenAt(o, host, port)
@@ -74,6 +72,20 @@ func listen(o *serverOptions) (*server, error) {
 		}
 	}
 	return nil, err
+}
+
+// splitListen checks a -listen value HOST:PORT: PORT a number or service name, at most
+// 65535−quicPortOffset (quic listens on PORT+1).
+func splitListen(addr string) (string, int, error) {
+	host, portStr, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad -listen %q: want HOST:PORT, e.g. :9000 or 192.0.2.1:9000", addr)
+	}
+	port, err := net.LookupPort("udp", portStr)
+	if err != nil || port > 65535-quicPortOffset {
+		return "", 0, fmt.Errorf("bad -listen port %q: want 0 to %d (quic uses PORT+%d)", portStr, 65535-quicPortOffset, quicPortOffset)
+	}
+	return host, port, nil
 }
 
 func listenAt(o *serverOptions, host string, port int) (*server, error) {
@@ -93,6 +105,10 @@ func listenAt(o *serverOptions, host string, port int) (*server, error) {
 			nw := "udp"
 			if p == "tcp" {
 				nw = "tcp"
+			}
+			var oe *net.OpError
+			for errors.As(err, &oe) { // the address is in our own words already
+				err = oe.Err
 			}
 			return nil, fmt.Errorf("cannot listen for %s on %s %s: %v", p, nw, addr, err)
 		}
@@ -116,7 +132,7 @@ func (s *server) close(wait func()) {
 	}
 	s.mu.Lock()
 	for c := range s.active {
-		c.Close()
+		c.Abort() // the client learns at once
 	}
 	s.mu.Unlock()
 	if wait != nil {
@@ -141,6 +157,10 @@ func runServer(o *serverOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.stdout, s.stderr = stdout, stderr
+	if o.dir != "" {
+		kept, removed := sweepPartials(o.dir, o.keepPartial, time.Now())
+		reportPartials(stderr, kept, removed, o.keepPartial)
+	}
 	var served []string
 	for _, p := range protocols {
 		if slices.Contains(o.protos, p) {
@@ -155,8 +175,8 @@ func runServer(o *serverOptions, stdout, stderr io.Writer) error {
 	if fp := quicFingerprint.Load(); fp != nil && slices.Contains(o.protos, "quic") {
 		fmt.Fprintf(stderr, "udtperf: quic certificate (self-signed, new each start) SHA-256 %s\n", *fp)
 	}
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	ctx, stop := interruptContext(stderr, "stopping the server (transfers in progress are aborted)")
+	defer stop()
 	return s.serve(ctx)
 }
 
@@ -189,6 +209,7 @@ func runSelfServer(o *serverOptions, stdout, stderr io.Writer) error {
 		return err
 	}
 	s.stdout, s.stderr = io.Discard, stderr
+	signal.Ignore(os.Interrupt) // the parent (self mode) owns the run: it aborts our connection
 	fmt.Fprintln(stdout, s.addr())
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
@@ -226,6 +247,10 @@ func (s *server) serve(ctx context.Context) error {
 				s.mu.Unlock()
 				wg.Go(func() {
 					err := s.handle(c, proto)
+					s.served.Add(1)
+					if err != nil {
+						s.failed.Add(1)
+					}
 					s.mu.Lock()
 					delete(s.active, c)
 					s.mu.Unlock()
@@ -255,7 +280,46 @@ func (s *server) serve(ctx context.Context) error {
 		default:
 		}
 	}
+	if err == nil && s.failed.Load() > 0 {
+		// Every failure was logged as it happened; the exit status says that there were some.
+		err = fmt.Errorf("%d of %d transfers did not complete (see above)", s.failed.Load(), s.served.Load())
+	}
 	return err
+}
+
+// openUpload opens the file of a file-mode hello, removing expired partial uploads first.
+func (s *server) openUpload(h *hello) (*fileSink, error) {
+	if s.o.dir != "" {
+		sweepPartials(s.o.dir, s.o.keepPartial, time.Now())
+	}
+	f, err := openSink(s.o.dir, h.Name, s.o.force, h.Resume && s.o.keepPartial > 0, h.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	f.keepPartial = s.o.keepPartial > 0
+	return f, nil
+}
+
+// startUpload reads the client's choice after the server offered to resume at out.offset: that
+// offset (its file has the same prefix) or 0 (it does not: start over).
+func (s *server) startUpload(sess *session, out *fileSink, h *hello) error {
+	// The client hashes its own prefix first: allow that time at a conservative 100 MB/s.
+	sess.c.SetReadDeadline(time.Now().Add(s.o.tr.handshake + s.o.tr.idle + hashTime(out.offset)))
+	defer sess.c.SetReadDeadline(time.Time{})
+	var st start
+	if err := readMsg(sess.r, &st); err != nil {
+		return err
+	}
+	switch st.Offset {
+	case out.offset:
+		return nil
+	case 0:
+		if err := out.restartAt(0); err != nil {
+			return &localError{fmt.Errorf("cannot write %q: %v", h.Name, err)}
+		}
+		return nil
+	}
+	return &protocolError{fmt.Sprintf("client chose to start at byte %d, offered %d", st.Offset, out.offset)}
 }
 
 func (s *server) logf(format string, args ...any) {
@@ -266,6 +330,9 @@ func (s *server) logf(format string, args ...any) {
 
 // handle serves one client: hello, welcome, transfer, report.
 func (s *server) handle(c transportConn, proto string) error {
+	if proto == "udt" && s.o.tr.message {
+		return s.handleMessages(c) // message.go
+	}
 	defer c.Close()
 	peer := c.RemoteAddr().String()
 	sess := newSession(c, proto, &s.o.tr)
@@ -285,21 +352,34 @@ func (s *server) handle(c transportConn, proto string) error {
 	if h.Proto != proto {
 		return refuse(fmt.Sprintf("asked for %s on a %s connection", h.Proto, proto))
 	}
-	var out sink
+	var out *fileSink
+	w := welcome{Progress: h.Progress}
 	if h.Mode == modeFile {
-		f, err := openSink(s.o.dir, h.Name, s.o.force)
+		f, err := s.openUpload(&h)
 		if err != nil {
 			return refuse(err.Error())
 		}
 		out = f
+		if f.offset > 0 {
+			w.Offset, w.PrefixSHA256 = f.offset, hex.EncodeToString(f.prefix.Sum(nil))
+		}
 	}
-	if err := writeMsg(c, &welcome{}); err != nil {
+	sess.progress = h.Progress
+	if err := writeMsg(c, &w); err != nil {
 		if out != nil {
-			out.Abort()
+			out.Keep()
 		}
 		return err
 	}
 	c.SetReadDeadline(time.Time{})
+	if out != nil && w.Offset > 0 {
+		if err := s.startUpload(sess, out, &h); err != nil {
+			out.Keep()
+			err = explain(err, "client", proto, peer, &s.o.tr)
+			s.logf("%s client %s: %v", proto, peer, err)
+			return err
+		}
+	}
 	sender := h.Mode == modeReverse
 	prefix := fmt.Sprintf("[%s %s] ", proto, peer)
 	o := s.o.out
@@ -307,16 +387,23 @@ func (s *server) handle(c transportConn, proto string) error {
 	mon := startMonitor(sess, sender, &o, s.stdout, s.stderr, "", prefix, h.Bytes, time.Duration(h.TimeNs))
 	var row Row
 	var err error
-	if sender {
+	switch {
+	case sender:
 		row, err = sess.send(sendSpec{bytes: h.Bytes, dur: time.Duration(h.TimeNs)})
-	} else {
-		row, err = sess.receive(out)
+	case out != nil:
+		row, err = sess.receive(out, out.prefix)
+		row.ResumedFrom = new(out.offset)
+	default:
+		row, err = sess.receive(nil, nil)
 	}
 	row.Intervals = mon.stop()
 	if err != nil {
 		err = explain(err, "client", proto, peer, &s.o.tr)
 		if s.stopping.Load() {
 			err = errors.New("transfer aborted: the server is stopping")
+		}
+		if out != nil && out.kept > 0 {
+			err = fmt.Errorf("%v; the server keeps the %d bytes it has of %q for -resume", err, out.kept, h.Name)
 		}
 		s.logf("%s client %s: %v", proto, peer, err)
 		return err

@@ -35,7 +35,7 @@ func TestFileSinkCompletedTransfer(t *testing.T) {
 	dir := t.TempDir()
 	data := make([]byte, 2*frameSize+999)
 	rand.NewChaCha8([32]byte{1}).Read(data)
-	out, err := openSink(dir, "done.bin", false)
+	out, err := openSink(dir, "done.bin", false, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestFileSinkCompletedTransfer(t *testing.T) {
 // nor the temporary file, and while data arrives only the temporary file exists.
 func TestFileSinkSenderDies(t *testing.T) {
 	dir := t.TempDir()
-	out, err := openSink(dir, "cut.bin", false)
+	out, err := openSink(dir, "cut.bin", false, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestFileSinkSenderDies(t *testing.T) {
 	tr := testTransport(t)
 	rErr := make(chan error, 1)
 	go func() {
-		_, err := newSession(rcv, "tcp", tr).receive(out)
+		_, err := newSession(rcv, "tcp", tr).receive(out, nil)
 		rcv.Close()
 		rErr <- err
 	}()
@@ -104,11 +104,11 @@ func TestFileSinkForce(t *testing.T) {
 	if err := os.WriteFile(final, []byte("old"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openSink(dir, "x.bin", false); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := openSink(dir, "x.bin", false, false, 0); err == nil || !strings.Contains(err.Error(), "already exists") {
 		t.Fatalf("existing file without force: %v", err)
 	}
 	// Aborted with force: the old file stays, the temporary file goes.
-	s, err := openSink(dir, "x.bin", true)
+	s, err := openSink(dir, "x.bin", true, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestFileSinkForce(t *testing.T) {
 		t.Errorf("after Abort the target holds %q, want the old file", b)
 	}
 	// Committed with force: replaced.
-	if s, err = openSink(dir, "x.bin", true); err != nil {
+	if s, err = openSink(dir, "x.bin", true, false, 0); err != nil {
 		t.Fatal(err)
 	}
 	s.Write([]byte("new data"))
@@ -143,7 +143,7 @@ func TestFileSinkForce(t *testing.T) {
 // transfer is kept, and the received data is discarded.
 func TestFileSinkTargetAppears(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSink(dir, "y.bin", false)
+	s, err := openSink(dir, "y.bin", false, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,11 +166,11 @@ func TestFileSinkTargetAppears(t *testing.T) {
 func TestFileSinkLongName(t *testing.T) {
 	dir := t.TempDir()
 	name := strings.Repeat("n", 250)
-	s, err := openSink(dir, name, false)
+	s, err := openSink(dir, name, false, false, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if names := dirNames(t, dir); len(names) != 1 || !strings.HasPrefix(names[0], tempSuffix[1:]) {
+	if names := dirNames(t, dir); len(names) != 1 || !strings.HasPrefix(names[0], tempSuffix+"partial-") {
 		t.Errorf("temporary file of a long name: %q", names)
 	}
 	s.Abort()

@@ -26,6 +26,11 @@ type session struct {
 	strict bool
 	moved  atomic.Int64 // payload bytes sent (sender) or received (receiver) so far
 	start  atomic.Int64 // unix ns when the data phase started; 0 before
+
+	// progress: both ends speak progress messages (hello.Progress and welcome.Progress).
+	progress  bool
+	delivered atomic.Int64 // sender: payload bytes the receiver reported read so far
+	wmu       sync.Mutex   // receiver: serialises its progress messages with its other writes
 }
 
 func newSession(c transportConn, proto string, tr *transportFlags) *session {
@@ -41,6 +46,7 @@ type sendSpec struct {
 	bytes int64
 	dur   time.Duration
 	src   io.Reader // nil: generated data
+	hash  hash.Hash // nil: a new SHA-256; else one that has hashed what precedes src (a resumed file)
 }
 
 // peerMsg is the receiver's report as read by the sender's reader goroutine.
@@ -58,12 +64,22 @@ func (s *session) send(spec sendSpec) (Row, error) {
 	begin := time.Now()
 	s.start.Store(begin.UnixNano())
 	cpu0, cpuOK := processCPU()
-	h := sha256.New()
+	h := spec.hash
+	if h == nil {
+		h = sha256.New()
+	}
 	peer := make(chan peerMsg, 1)
-	go func() { // the receiver speaks only at the end, or early to report a failure
-		var m peerMsg
-		m.err = readMsg(s.r, &m.rep)
-		peer <- m
+	go func() { // the receiver reports progress, then its report at the end (or early: a failure)
+		for {
+			var m receiverMsg
+			err := readMsg(s.r, &m)
+			if err == nil && m.Received != nil {
+				s.noteDelivered(*m.Received)
+				continue
+			}
+			peer <- peerMsg{m.report, err}
+			return
+		}
 	}()
 	sent, err := s.sendFrames(spec, h, peer, begin)
 	if err != nil {
@@ -80,6 +96,7 @@ func (s *session) send(spec sendSpec) (Row, error) {
 	if m.rep.Error != "" {
 		return Row{}, &peerFailure{m.rep.Error}
 	}
+	s.noteDelivered(m.rep.Bytes)
 	own := s.ownReport(true, sent, sum, begin, cpu0, cpuOK)
 	if err := writeMsg(s.c, &own); err != nil {
 		return Row{}, err
@@ -202,6 +219,65 @@ func (d *drainEstimate) sample(left int64, elapsed time.Duration) {
 	d.markAt, d.markLeft = elapsed, left
 }
 
+// deliveredSoFar is the payload the receiver has got so far, as this end knows it.
+func (s *session) deliveredSoFar(sender bool) int64 {
+	if sender && s.progress {
+		return s.delivered.Load()
+	}
+	return s.moved.Load()
+}
+
+// noteDelivered records the receiver's count n, which never exceeds what was sent (a hostile
+// or confused peer cannot make the counts run ahead) and never goes backwards.
+func (s *session) noteDelivered(n int64) {
+	n = min(n, s.moved.Load())
+	for {
+		old := s.delivered.Load()
+		if n <= old || s.delivered.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+// reportProgress sends the receiver's count every progressEvery until stop is called (which
+// waits for the last message to be written).
+func (s *session) reportProgress() (stop func()) {
+	if !s.progress {
+		return func() {}
+	}
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(progressEvery)
+		defer t.Stop()
+		last := int64(-1)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			if n := s.moved.Load(); n != last {
+				last = n
+				if s.writeMsg(&progress{Received: n}) != nil {
+					return
+				}
+			}
+		}
+	}()
+	return sync.OnceFunc(func() {
+		close(quit)
+		<-done
+	})
+}
+
+// writeMsg is writeMsg on the session's connection, serialised with progress messages.
+func (s *session) writeMsg(v any) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	return writeMsg(s.c, v)
+}
+
 func (s *session) writeEnd(sent int64, sum string) error {
 	if _, err := s.c.Write(make([]byte, 4)); err != nil {
 		return err
@@ -230,20 +306,28 @@ func (s *session) peerError(err error, peer chan peerMsg) error {
 type sink interface {
 	io.Writer
 	Commit() error // the data is complete and verified: keep it
-	Abort()        // remove what was written
+	Abort()        // remove what was written: it is wrong or cannot be completed
+	Keep()         // the transfer broke off: keep what was written for a resume
 }
 
-// receive runs the receiver's side into out (nil: discard) and returns the row.
-func (s *session) receive(out sink) (Row, error) {
+// receive runs the receiver's side into out (nil: discard) and returns the row. h, if not nil,
+// has hashed what precedes the data (the part of a file kept from an earlier upload), so that
+// the digest covers the whole file.
+func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 	begin := time.Now()
 	s.start.Store(begin.UnixNano())
 	cpu0, cpuOK := processCPU()
-	h := sha256.New()
+	if h == nil {
+		h = sha256.New()
+	}
 	buf := make([]byte, maxFrame)
 	var got int64
-	fail := func(err error) (Row, error) {
+	stopProgress := s.reportProgress()
+	defer stopProgress()
+	fail := func(err error) (Row, error) { // the connection broke or the sender misbehaved
+		stopProgress()
 		if out != nil {
-			out.Abort()
+			out.Keep()
 		}
 		return Row{}, err
 	}
@@ -261,6 +345,7 @@ func (s *session) receive(out sink) (Row, error) {
 		h.Write(buf[:n])
 		if out != nil {
 			if _, err := out.Write(buf[:n]); err != nil {
+				stopProgress()
 				out.Abort()
 				err = fmt.Errorf("%v (partial file removed)", err)
 				writeMsg(s.c, &report{Error: err.Error()})
@@ -275,6 +360,7 @@ func (s *session) receive(out sink) (Row, error) {
 	if err := readMsg(s.r, &tr); err != nil {
 		return fail(err)
 	}
+	stopProgress()
 	sum := hex.EncodeToString(h.Sum(nil))
 	own := s.ownReport(false, got, sum, begin, cpu0, cpuOK)
 	if out != nil {
@@ -304,6 +390,9 @@ func (s *session) ownReport(sender bool, n int64, sum string, begin time.Time, c
 		Backend: s.c.Backend(), CC: s.cc, Strict: s.strict}
 	if cpu1, ok := processCPU(); ok && cpuOK {
 		r.CPUNs = int64(cpu1 - cpu0)
+	}
+	if tc, ok := s.c.(*tcpConn); ok && sender {
+		r.CC = tcpCongestion(tc.TCPConn) // the kernel's algorithm this socket uses
 	}
 	if sender {
 		st := s.c.Stats(true)

@@ -29,6 +29,7 @@ func (f *fakeConn) SetReadDeadline(t time.Time) error {
 func (f *fakeConn) RemoteAddr() net.Addr { return &net.UDPAddr{} }
 func (f *fakeConn) Stats(bool) linkStats { return unknownStats() }
 func (f *fakeConn) Backend() string      { return "" }
+func (f *fakeConn) Abort() error         { return f.Close() }
 func (f *fakeConn) Close() error {
 	if f.closeFn != nil {
 		return f.closeFn()
@@ -73,7 +74,7 @@ func transfer(t *testing.T, snd, rcv transportConn, spec sendSpec, out sink) (sR
 	tr := testTransport(t)
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		rRow, rErr = newSession(rcv, "tcp", tr).receive(out)
+		rRow, rErr = newSession(rcv, "tcp", tr).receive(out, nil)
 		rcv.Close()
 	})
 	sRow, sErr = newSession(snd, "tcp", tr).send(spec)
@@ -110,11 +111,12 @@ func TestSessionTimed(t *testing.T) {
 // memSink records what a file sink is told.
 type memSink struct {
 	bytes.Buffer
-	committed, aborted bool
+	committed, aborted, kept bool
 }
 
 func (m *memSink) Commit() error { m.committed = true; return nil }
 func (m *memSink) Abort()        { m.aborted = true }
+func (m *memSink) Keep()         { m.kept = true }
 
 func TestSessionDigestMismatch(t *testing.T) {
 	var seen int
@@ -186,7 +188,7 @@ func TestReceiverHostile(t *testing.T) {
 		{"bad JSON", stream([]uint32{10, 0, 3}, []byte("{x}")), "bad message"},
 	} {
 		c := &fakeConn{Reader: bytes.NewReader(tc.in), Writer: io.Discard}
-		_, err := newSession(c, "tcp", tr).receive(nil)
+		_, err := newSession(c, "tcp", tr).receive(nil, nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
 		}
@@ -229,7 +231,7 @@ func FuzzReceive(f *testing.F) {
 	tr := &transportFlags{idle: time.Second}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &fakeConn{Reader: bytes.NewReader(in), Writer: io.Discard}
-		row, err := newSession(c, "udt", tr).receive(nil)
+		row, err := newSession(c, "udt", tr).receive(nil, nil)
 		if err == nil && row.Bytes < 0 {
 			t.Fatalf("negative byte count")
 		}

@@ -3,8 +3,12 @@ package main
 // udtperf's own protocol, the same over udt, tcp and quic (one byte stream per transfer):
 //
 //	client → server  "udtperf1" hello            (magic, then a message)
-//	server → client  welcome                     (Error set: refused, e.g. the file exists)
+//	server → client  welcome                     (Error set: refused, e.g. the file exists;
+//	                                              Offset set: the server can resume a file upload)
+//	client → server  start                       (only after a welcome with Offset: where the data begins)
 //	sender → receiver  frame* end trailer        (frame = u32 n + n bytes, 1 ≤ n ≤ 1 MiB; end = u32 0)
+//	receiver → sender  progress*                 (with hello.Progress and welcome.Progress: bytes received
+//	                                              so far, every progressEvery while data flows)
 //	receiver → sender  report                    (bytes, SHA-256, CPU; Error set: failed, e.g. disk full —
 //	                                              may arrive early, the sender then stops)
 //	sender → receiver  report                    (bytes, SHA-256, CPU, elapsed, transport statistics)
@@ -45,6 +49,12 @@ type hello struct {
 	Bytes  int64  `json:"bytes,omitempty"`   // stop after this many bytes (file mode: the file's size)
 	TimeNs int64  `json:"time_ns,omitempty"` // or after this long
 	Name   string `json:"name,omitempty"`    // file mode: base name to store under
+	// Progress: the client speaks progress messages (both as sender and as receiver). Older
+	// servers ignore it and never set welcome.Progress.
+	Progress bool `json:"progress,omitempty"`
+	// Resume (file mode): continue an earlier upload of Name that broke off, if the server
+	// holds part of it (welcome.Offset).
+	Resume bool `json:"resume,omitempty"`
 }
 
 func (h *hello) validate() error {
@@ -69,7 +79,38 @@ func (h *hello) validate() error {
 
 // welcome answers the hello.
 type welcome struct {
-	Error string `json:"error,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Progress bool   `json:"progress,omitempty"` // the server speaks progress messages too
+	// Offset > 0 (file mode with hello.Resume): the server holds the first Offset bytes of an
+	// earlier upload of the file, whose SHA-256 is PrefixSHA256; the client answers with start.
+	Offset       int64  `json:"offset,omitempty"`
+	PrefixSHA256 string `json:"prefix_sha256,omitempty"`
+}
+
+// start answers a welcome with an Offset: the client continues at Offset (its file begins with
+// the same bytes) or starts over at 0. The data frames then carry the file from there; both
+// ends' digests cover the whole file.
+type start struct {
+	Offset int64 `json:"offset"`
+}
+
+// hashTime is how long hashing n bytes may take, at a conservative 100 MB/s (a slow disk).
+func hashTime(n int64) time.Duration { return time.Duration(n/100e6+1) * time.Second }
+
+// progress is the receiver's running count, so that the sender's interval lines and progress
+// bar count delivered bytes, not bytes handed to its transport (whose buffers hold megabytes).
+type progress struct {
+	Received int64 `json:"received"` // payload bytes the receiver has read so far
+}
+
+// progressEvery is how often a receiver reports progress while data flows: the sender's
+// counts lag the receiver's by at most this plus the one-way delay.
+const progressEvery = 20 * time.Millisecond
+
+// receiverMsg is any message from the receiver: a progress message (Received set) or the report.
+type receiverMsg struct {
+	report
+	Received *int64 `json:"received"`
 }
 
 // trailer follows the end frame.

@@ -20,10 +20,11 @@ type RecvBuffer struct {
 	present []uint64 // bitmap by slot
 	head    int      // slot of the read point
 	seq     seqno.Seq
-	off     int // bytes already read from the head slot
-	contig  int // packets present from the head without a gap
-	ready   int // bytes readable: in the contig packets, minus off
-	stored  int // packets present
+	off     int       // bytes already read from the head slot
+	contig  int       // packets present from the head without a gap
+	ready   int       // bytes readable: in the contig packets, minus off
+	stored  int       // packets present
+	msg     *recvMsgs // message mode (NewMessageRecvBuffer); nil for a stream
 }
 
 // NewRecvBuffer returns a receive buffer of capacity packets (at least 1) of
@@ -98,8 +99,12 @@ func (b *RecvBuffer) advance() {
 
 // Read copies contiguous in-order bytes into p and returns how many; a
 // packet may be read in several calls. 0 means nothing is readable (the next
-// packet is missing or the buffer is empty).
+// packet is missing or the buffer is empty). A message-mode buffer returns
+// nothing here (see ReadMessage).
 func (b *RecvBuffer) Read(p []byte) int {
+	if b.msg != nil {
+		return 0 // message mode: ReadMessage
+	}
 	total := 0
 	for len(p) > 0 && b.contig > 0 {
 		i := b.head
@@ -132,8 +137,14 @@ func (b *RecvBuffer) AckSeq() seqno.Seq { return b.seq.Add(b.contig) }
 // not yet fully read.
 func (b *RecvBuffer) ReadSeq() seqno.Seq { return b.seq }
 
-// Readable returns the number of bytes Read can return now.
-func (b *RecvBuffer) Readable() int { return b.ready }
+// Readable returns the number of bytes Read can return now; in message mode, the size of the
+// message ReadMessage returns next (0: none yet).
+func (b *RecvBuffer) Readable() int {
+	if b.msg != nil {
+		return b.msg.nextSize()
+	}
+	return b.ready
+}
 
 // Available returns the free slots from the ACK number to the end of the
 // window: the flow window to advertise in ACK word 3, in packets (the caller
@@ -161,6 +172,9 @@ func (b *RecvBuffer) Release() {
 	b.st.releaseAll()
 	clear(b.present)
 	b.contig, b.ready, b.stored, b.off = 0, 0, 0, 0
+	if b.msg != nil {
+		b.msg.reset()
+	}
 }
 
 // Trim returns the page kept back for reuse to the pool, so that an idle

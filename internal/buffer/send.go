@@ -31,6 +31,7 @@ type SendBuffer struct {
 	ack     seqno.Seq // sequence number of the head slot (SndLastAck)
 	nextMsg seqno.Msg // of the next packet sent; the sent ones have the numbers before it
 	bytes   int       // bytes held
+	msg     *sendMsgs // message mode (NewMessageSendBuffer); nil for a stream
 }
 
 // NewSendBuffer returns a send buffer of capacity bytes (rounded down to
@@ -55,8 +56,12 @@ func (b *SendBuffer) slot(k int) int {
 
 // Write copies as much of p as fits and returns how many bytes it took; 0
 // means the buffer is full and the caller should wait for an ACK (flow
-// control) when p is not empty. It never retains p.
+// control) when p is not empty. It never retains p. A message-mode buffer
+// takes nothing here (see WriteMessage).
 func (b *SendBuffer) Write(p []byte) int {
+	if b.msg != nil {
+		return 0 // message mode: WriteMessage
+	}
 	total := 0
 	if b.used > b.sent { // the last packet is not sent yet: fill it up
 		i := b.slot(b.used - 1)
@@ -85,8 +90,12 @@ func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bo
 		return 0, nil, 0, false
 	}
 	i := b.slot(b.sent)
-	msg = b.nextMsg
-	b.nextMsg = b.nextMsg.Next()
+	if b.msg != nil {
+		msg = seqno.MsgFromWire(b.msg.word1[i])
+	} else {
+		msg = b.nextMsg
+		b.nextMsg = b.nextMsg.Next()
+	}
 	seq = b.ack.Add(b.sent)
 	b.sent++
 	return seq, b.st.data(i), msg, true
@@ -101,6 +110,9 @@ func (b *SendBuffer) Packet(seq seqno.Seq) (payload []byte, msg seqno.Msg, ok bo
 		return nil, 0, false
 	}
 	i := b.slot(d)
+	if b.msg != nil {
+		return b.st.data(i), seqno.MsgFromWire(b.msg.word1[i]), true
+	}
 	return b.st.data(i), b.msgBefore(b.sent - d), true
 }
 
@@ -160,7 +172,7 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 // already sent occupy a whole slot until acknowledged.
 func (b *SendBuffer) Free() int {
 	f := (b.n - b.used) * b.payload
-	if b.used > b.sent {
+	if b.used > b.sent && b.msg == nil { // a message's last packet is never topped up
 		f += b.payload - b.st.length(b.slot(b.used-1))
 	}
 	return f

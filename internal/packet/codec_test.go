@@ -332,6 +332,17 @@ func TestMsgDropRequest(t *testing.T) {
 	if err := d.Decode(ctrlPkt(TypeMsgDropRequest, 1, 1, 1)); err != ErrBodyLength {
 		t.Errorf("1-word body: %v", err)
 	}
+	// The Inclusive extension is bit 31 of word 1; bits 29 and 30 stay invalid.
+	m.Inclusive = true
+	if b, _ = m.AppendBinary(nil); !bytes.Equal(b, ctrlPkt(TypeMsgDropRequest, 1<<31|MaxMsgNo, 1, MaxSeqNo, 3)) {
+		t.Fatalf("inclusive: %x", b)
+	}
+	if err := d.Decode(b); err != nil || d != m {
+		t.Fatalf("inclusive decode: %+v %v", d, err)
+	}
+	if err := d.Decode(ctrlPkt(TypeMsgDropRequest, 1<<30|5, 1, 1, 2)); err != ErrFieldRange {
+		t.Errorf("bit 30: %v", err)
+	}
 }
 
 func TestUserDefinedAndControl(t *testing.T) {

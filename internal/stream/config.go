@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/seqno"
 )
@@ -71,6 +72,11 @@ type Config struct {
 	IdleTimeout time.Duration
 	// Start is when the connection started; header timestamps are µs since Start (32 bits, wrapping).
 	Start time.Time
+	// Messages selects message mode (UDT_DGRAM, socket type 2, spec §7.2): WriteMessage and
+	// ReadMessage move whole messages, each with its own number, position bits, in-order flag and
+	// time to live; Write and Read move nothing. Both ends must agree (the handshake's socket
+	// type).
+	Messages bool
 	// PacingTolerance is how far from its slot a data packet may leave (pacer.SchedulerConfig.
 	// Tolerance): each release lets out the packets due by now + PacingTolerance. 0 means
 	// pacer.DefaultTolerance, negative none (pacer.Exact). Use the data pacer's tolerance. The
@@ -79,6 +85,11 @@ type Config struct {
 	// StrictPacing disables catch-up: each packet waits a full period after the previous one
 	// (pacer.SchedulerConfig.Strict), the classic coarse-timer sender.
 	StrictPacing bool
+	// Tracer, if not nil, receives the engine's events (trace.Kind) synchronously from within
+	// engine calls; it must not call back into the Endpoint. Per-packet events (PacketSent,
+	// PacketRetransmitted, PacketReceived, PacerLate) only with TracePackets.
+	Tracer       trace.Tracer
+	TracePackets bool
 }
 
 func (c *Config) applyDefaults() {

@@ -90,8 +90,9 @@
 //   - The first RTT sample replaces the initial 100 ms guess (RFC 6298) instead of being smoothed
 //     into it; an ACK's RTT field still equal to UDT4's initial 100/50 ms is not taken as a sample.
 //   - ACK2 RTT samples are taken once per ACK (a duplicated ACK2 cannot skew the RTT).
-//   - Every data packet is a solo message (FF = 11, O = 0) with its own message number; UDT4
-//     receivers ignore message boundaries in stream mode (spec §7.3).
+//   - In stream mode every data packet is a solo message (FF = 11, O = 0) with its own message
+//     number; UDT4 receivers ignore message boundaries in stream mode (spec §7.3). Message mode
+//     (Config.Messages, message.go) keeps whole messages, with its own departures listed there.
 //   - The packet pair's second packet takes the next slot of the pacing schedule, so pairs do not
 //     raise the average rate (UDT4 sends it for free).
 package stream

@@ -71,6 +71,7 @@ type Endpoint struct {
 	nakTick        time.Duration // last periodic NAK check
 	nak            packet.NAK
 	dueRanges      []losslist.Range
+	msgs           msgState // message mode (message.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)
@@ -86,6 +87,7 @@ type Endpoint struct {
 	cl         closeState // Close's progress (close.go)
 
 	stats Stats
+	tr    tracing // Config.Tracer (trace.go)
 }
 
 // New returns the engine of an established connection; now is the time the connection became
@@ -115,7 +117,11 @@ func New(cfg Config, now time.Time) *Endpoint {
 	t := e.since(now)
 
 	isn, peerISN := seqno.Seq(cfg.ISN), seqno.Seq(cfg.PeerISN)
-	e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	if cfg.Messages {
+		e.snd = buffer.NewMessageSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	} else {
+		e.snd = buffer.NewSendBuffer(cfg.SendBuffer, e.payloadSize, isn)
+	}
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Strict: cfg.StrictPacing, Tolerance: cfg.PacingTolerance})
 	e.sndLastDataAck = isn
@@ -123,7 +129,11 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
 	e.rtoBase = t
 
-	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	if cfg.Messages {
+		e.rcv = buffer.NewMessageRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	} else {
+		e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
+	}
 	e.rloss = losslist.NewReceiver(cfg.RecvBuffer)
 	e.lrsn = peerISN.Dec()
 	e.rcvLastAck = peerISN
@@ -136,6 +146,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
+	e.tr = newTracing(&cfg)
 	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
 	e.period = -1 // force the first SetInterval
 	e.applyCC()
@@ -165,6 +176,7 @@ func (e *Endpoint) applyCC() {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
+	e.traceCC()
 }
 
 // PeerIdleError is the error of a connection whose peer sent nothing for IdleTimeout. It is a
@@ -174,7 +186,7 @@ type PeerIdleError struct {
 }
 
 func (e *PeerIdleError) Error() string {
-	return fmt.Sprintf("udt: peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
+	return fmt.Sprintf("peer unresponsive: nothing received for %v", e.Idle.Round(time.Millisecond))
 }
 
 // Timeout reports true: the connection broke because a timer expired.
@@ -189,7 +201,7 @@ type PeerError struct {
 	Code uint32
 }
 
-func (e *PeerError) Error() string { return fmt.Sprintf("udt: peer reported error %d", e.Code) }
+func (e *PeerError) Error() string { return fmt.Sprintf("peer reported error %d", e.Code) }
 
 // Err returns nil while the connection works, a *PeerIdleError once the peer stayed silent for
 // IdleTimeout, or a *PeerError after the peer's error signal. A peer's Shutdown is not an error:
@@ -216,12 +228,18 @@ func (e *Endpoint) Write(p []byte) int {
 	return n
 }
 
-// CanWrite reports whether Write would accept at least one byte, or the connection stopped sending
-// (so that a blocked writer wakes up and sees Err or PeerClosed).
-func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() > 0 }
+// CanWrite reports whether Write would accept at least one byte (in message mode: whether the
+// message WriteMessage last refused would fit now), or the connection stopped sending (so that a
+// blocked writer wakes up and sees Err or PeerClosed).
+func (e *Endpoint) CanWrite() bool { return !e.active() || e.snd.Free() >= max(e.msgs.want, 1) }
 
-// Flushed reports whether everything written has been acknowledged by the peer.
-func (e *Endpoint) Flushed() bool { return e.snd.Buffered() == 0 }
+// Flushed reports whether everything written has been acknowledged by the peer, by a full or
+// medium ACK: a light ACK frees the send buffer here, but a UDT4 receiver makes data readable
+// only when it sends a full or medium ACK (CRcvBuffer::ackData in core.cpp's sendCtrl), so data
+// acknowledged only by a light ACK would be lost if Close's Shutdown followed at once.
+func (e *Endpoint) Flushed() bool {
+	return e.snd.Buffered() == 0 && e.sndLastDataAck == e.snd.NextSeq()
+}
 
 // Read copies in-order received bytes into p. It returns (0, nil) when nothing is available yet
 // (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read,
@@ -260,6 +278,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		return
 	}
 	t := e.since(now)
+	e.traceAt(now)
 	if len(b) < headerSize {
 		e.stats.Drops.Malformed++
 		return
@@ -308,6 +327,10 @@ func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {
 		e.sendShutdown(t)
 	case packet.TypeErrorSignal:
 		e.err = &PeerError{Code: info}
+	case packet.TypeMsgDropRequest:
+		if !e.onMsgDrop(b) {
+			return
+		}
 	default:
 		// Handshake repeats are conn's business; congestion warnings (never sent by UDT4),
 		// message-drop requests (message mode only) and user-defined packets are not used by a

@@ -21,7 +21,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.cc.OnPacketReceived(now, uint32(seq), len(b))
 	e.arrivals.OnArrival(now, seq)
 	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
-	switch err := e.rcv.Insert(seq, payload); err {
+	switch err := e.insert(seq, b, payload); err {
 	case nil:
 	case buffer.ErrBeyondWindow:
 		e.stats.Drops.OutOfWindow++
@@ -31,6 +31,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		return
 	}
 	e.stats.BytesRecv += uint64(len(payload))
+	e.traceReceived(seq, len(payload))
 	if d := seqno.Offset(e.lrsn, seq); d > 1 {
 		// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
 		first, last := e.lrsn.Inc(), seq.Dec()
@@ -40,6 +41,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 			e.stats.Drops.OutOfWindow++
 		} else {
 			e.stats.RcvLoss += uint64(n)
+			e.traceGap(first, last, n)
 			if e.rloss.Len() == n {
 				e.nakTick = t // the periodic NAK starts with the first loss
 			}
@@ -75,6 +77,7 @@ func (e *Endpoint) sendLightACK(t time.Duration) {
 	e.ack = packet.ACK{Form: packet.ACKLight, AckNo: uint32(ack)}
 	e.sendACKPacket(t, &e.ack)
 	e.stats.LightACKSent++
+	e.traceACKSent()
 }
 
 // ackPeriod is the full-ACK period: SYN, or the controller's shorter ACKPeriod (spec §4.1).
@@ -140,6 +143,7 @@ func (e *Endpoint) sendACK(t time.Duration, now time.Time) {
 	e.lastACKTime = t
 	e.advertised = free
 	e.stats.ACKSent++
+	e.traceACKSent()
 }
 
 // maybeWindowUpdate sends a medium ACK with the new flow window when Read freed a significant
@@ -168,6 +172,7 @@ func (e *Endpoint) maybeWindowUpdate() {
 	e.advertised = free
 	e.stats.ACKSent++
 	e.stats.WindowUpdates++
+	e.traceACKSent()
 }
 
 // onACK2 takes an RTT sample from the ACK it confirms (spec §2.5).
@@ -179,6 +184,7 @@ func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
 	}
 	e.stats.ACK2Recv++
 	e.rttSample(sample)
+	e.traceRTT()
 	if seqno.Offset(e.rcvLastAckAck, ack) > 0 {
 		e.rcvLastAckAck = ack
 	}
@@ -208,4 +214,5 @@ func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
 	}
 	e.sendNAK(t)
 	e.stats.NAKPeriodic++
+	e.traceNAKSent()
 }

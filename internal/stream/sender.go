@@ -67,6 +67,7 @@ func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
 	e.dlv.imply(t, e.rtt.RTT())
 	s, ok := e.dlv.sample(t, e.start, e.pktSize)
 	if ok && e.dcc != nil {
+		e.traceDelivery(&s)
 		e.dcc.OnDelivery(now, s)
 		e.applyCC()
 	}
@@ -94,11 +95,13 @@ func (e *Endpoint) Departure() time.Time {
 // successor taking the next slot of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
+	e.traceRelease(now)
 	if e.dcc != nil {
 		e.dlv.imply(t, e.rtt.RTT())
 	}
 	n := 0
 	for n < len(bufs) {
+		e.expireMessages(t)
 		if !e.sendable() {
 			e.pairNext = false
 			e.noteAppLimited()
@@ -157,6 +160,9 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
 	l := headerSize + copy(b[headerSize:], payload)
+	if e.cfg.Messages {
+		l = e.messageHeader(b, seq, msg, l)
+	}
 	e.lastSend = t
 	e.stats.PktSent++
 	e.stats.BytesSent += uint64(len(payload))
@@ -164,6 +170,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		e.stats.PktRetrans++
 	}
 	e.dlv.onSend(seq, l, t, retrans)
+	e.traceSent(seq, len(payload), retrans)
 	e.cc.OnPacketSent(now, uint32(seq), l)
 	e.applyCC()
 	return l, probe
@@ -177,6 +184,7 @@ func (e *Endpoint) addLoss(first, last seqno.Seq) int {
 		return n
 	}
 	e.dlv.onLost(first, last)
+	e.traceLost(first, last, n)
 	return n
 }
 
@@ -220,6 +228,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		if d := seqno.Offset(e.sndLastAck(), ack); d > 0 {
 			e.flowWindow = max(e.flowWindow-d, 0)
 			e.advanceAck(t, ack)
+			e.traceACKReceived()
 		}
 		e.deliveryDone(t, now)
 		return true
@@ -248,6 +257,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
+	e.traceACKReceived()
 	return true
 }
 
@@ -279,6 +289,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
+	e.traceNAKReceived(rs)
 	e.dlv.begin()
 	for _, r := range rs {
 		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))

@@ -47,7 +47,8 @@ type Stats struct {
 	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
 	RecvBufferFree   int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
 
-	Drops Drops
+	Drops    Drops
+	Messages MessageStats // message mode (Config.Messages) only
 }
 
 // Drops counts incoming packets dropped or ignored, by reason.
@@ -75,5 +76,6 @@ func (e *Endpoint) Stats() Stats {
 	s.LocalRecvRate = e.arrivals.RecvSpeed()
 	s.SendBufferFree = e.snd.Free()
 	s.RecvBufferFree = e.rcv.Available()
+	e.messageStats(&s)
 	return s
 }

@@ -31,6 +31,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.closeTimer(t)
 		return
 	}
+	e.traceAt(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
 		e.err = &PeerIdleError{Idle: idle}
 		e.settle(t)
@@ -115,6 +116,7 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	defer e.deliveryDone(t, now)
 	e.rtoCount++
 	e.rtoBase = t
+	e.traceTimeout()
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
 		e.cc.OnTimeout(now)

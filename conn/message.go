@@ -1,0 +1,243 @@
+package conn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"time"
+
+	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/stream"
+)
+
+// Message mode (Config.MessageMode; UDT_DGRAM, socket type 2, spec §7.2).
+//
+// A message-mode *Conn is a net.Conn over messages, as a SOCK_SEQPACKET socket is: each Write is
+// one message, delivered whole and in order, and each Read returns exactly one message. The
+// message calls add what UDT's sendmsg adds: a time to live after which the sender gives the
+// message up and tells the receiver (a message drop request, spec §2.6), and an in-order flag
+// whose absence lets a complete message be read before earlier ones that are still being
+// repaired. Unlike UDT 4.11, a Read whose buffer is too small for the next message fails with a
+// *ShortBufferError naming the message's size and leaves the message queued (the reference
+// returns the message cut short and drops the rest).
+
+// Errors of the message calls, inside a *net.OpError (match with errors.Is or errors.As).
+var (
+	// ErrMessageTooLarge: the message is larger than Conn.MaxMessageSize (UDT error 5012).
+	ErrMessageTooLarge = errors.New("udt: message too large")
+
+	// ErrStreamMode: WriteMessage or ReadMessage on a stream connection (UDT error 5009); set
+	// Config.MessageMode on both ends to carry messages.
+	ErrStreamMode = errors.New("udt: message call on a stream connection (Config.MessageMode is off)")
+
+	// ErrModeMismatch: the peer uses the other mode (stream vs. message, handshake socket type,
+	// spec §2.1). A Dial or Rendezvous that fails this way also matches ErrRejected.
+	ErrModeMismatch = errors.New("udt: peer uses the other socket type (stream vs. message mode)")
+)
+
+// ShortBufferError is the error of a ReadMessage (or message-mode Read) whose buffer is smaller
+// than the next message. The message stays queued: read it again with a buffer of Size bytes. It
+// matches io.ErrShortBuffer.
+type ShortBufferError struct {
+	Size   int // bytes of the next message
+	Buffer int // bytes of the buffer passed
+}
+
+func (e *ShortBufferError) Error() string {
+	return fmt.Sprintf("udt: the next message is %d bytes, the buffer only %d (the message stays queued)", e.Size, e.Buffer)
+}
+
+// Is reports whether target is io.ErrShortBuffer.
+func (e *ShortBufferError) Is(target error) bool { return target == io.ErrShortBuffer }
+
+// MessageStats counts a message-mode connection's messages (Stats.Messages).
+type MessageStats struct {
+	Written     uint64 // messages accepted by Write and WriteMessage
+	Read        uint64 // messages returned by Read and ReadMessage
+	Expired     uint64 // messages this side gave up after their TTL
+	DropReqSent uint64 // message drop requests sent (control type 7, spec §2.6; repeats included)
+	DropReqRecv uint64 // message drop requests received: messages the peer gave up
+	Discarded   uint64 // packets received and discarded unread, their message given up or broken
+}
+
+// MaxMessageSize returns the largest message WriteMessage accepts, in bytes: the send buffer or
+// the peer's flow window from the handshake (its receive buffer must hold the whole message),
+// whichever is smaller, in packets of MSS−44 bytes. It is 0 on a stream connection.
+func (c *Conn) MaxMessageSize() int {
+	if !c.cfg.MessageMode {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ep.MaxMessage()
+}
+
+// WriteMessage sends b as one message (UDT sendmsg, spec §7.2): the receiver reads it whole and
+// alone, or never. It blocks until the send buffer holds the whole message. ttl > 0 is the
+// message's time to live from now: once it has passed, the sender gives the message up (it is
+// no longer sent or retransmitted) and tells the receiver, which discards any part it holds;
+// ttl ≤ 0 means no limit. inOrder delivers the message only after every earlier one; without
+// it a complete message may be read before earlier ones still being repaired. An empty b sends
+// nothing (UDT carries no empty message). Errors, inside a *net.OpError: ErrMessageTooLarge
+// (larger than MaxMessageSize), ErrStreamMode, os.ErrDeadlineExceeded (write deadline),
+// ErrPeerShutdown, net.ErrClosed, or the connection's failure.
+func (c *Conn) WriteMessage(b []byte, ttl time.Duration, inOrder bool) error {
+	if !c.cfg.MessageMode {
+		return c.opErr("write", ErrStreamMode)
+	}
+	_, err := c.writeMessage("write", b, ttl, inOrder)
+	return err
+}
+
+// ReadMessage reads the next message into b and returns its length (UDT recvmsg, spec §7.2). It
+// blocks until a message is complete. If b is shorter than the message it returns a
+// *ShortBufferError with the message's size and the message stays queued. At the peer's orderly
+// close it returns a bare io.EOF once every message has been read. Other errors, inside a
+// *net.OpError: ErrStreamMode, os.ErrDeadlineExceeded (read deadline), net.ErrClosed, or the
+// connection's failure.
+func (c *Conn) ReadMessage(b []byte) (int, error) {
+	if !c.cfg.MessageMode {
+		return 0, c.opErr("read", ErrStreamMode)
+	}
+	return c.readMessage("read", b)
+}
+
+func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool) (int, error) {
+	if isClosed(c.closing) {
+		return 0, c.opErr(op, net.ErrClosed)
+	}
+	select {
+	case c.wsem <- struct{}{}:
+	case <-c.wdl.done():
+		return 0, c.opErr(op, os.ErrDeadlineExceeded)
+	case <-c.closing:
+		return 0, c.opErr(op, net.ErrClosed)
+	}
+	defer func() { <-c.wsem }()
+	for {
+		c.mu.Lock()
+		var err error
+		switch {
+		case c.closed:
+			err = net.ErrClosed
+		case isClosed(c.wdl.done()):
+			err = os.ErrDeadlineExceeded
+		case c.deadErr != nil:
+			err = c.deadErr
+		case c.ep.PeerClosed():
+			err = ErrPeerShutdown
+		}
+		if err != nil {
+			c.mu.Unlock()
+			return 0, c.opErr(op, err)
+		}
+		if len(b) == 0 {
+			c.mu.Unlock()
+			return 0, nil
+		}
+		ok, werr := c.ep.WriteMessage(time.Now(), b, ttl, inOrder)
+		var fx effects
+		if ok {
+			fx = c.pullLocked(via{}) // the message, if due at once, leaves from here
+		}
+		max := c.ep.MaxMessage()
+		c.mu.Unlock()
+		if ok {
+			c.apply(&fx)
+		}
+		if errors.Is(werr, stream.ErrMessageTooLarge) {
+			return 0, c.opErr(op, fmt.Errorf("%w: %d bytes, at most %d (Config.SendBuffer and the peer's receive buffer)", ErrMessageTooLarge, len(b), max))
+		}
+		if werr != nil {
+			return 0, c.opErr(op, werr)
+		}
+		if ok {
+			return len(b), nil
+		}
+		select {
+		case <-c.writable:
+		case <-c.wdl.done():
+		case <-c.closing:
+		case <-c.dead:
+		}
+	}
+}
+
+func (c *Conn) readMessage(op string, b []byte) (int, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return 0, c.opErr(op, net.ErrClosed)
+		}
+		if isClosed(c.rdl.done()) {
+			c.mu.Unlock()
+			return 0, c.opErr(op, os.ErrDeadlineExceeded)
+		}
+		if len(b) == 0 {
+			c.mu.Unlock()
+			return 0, nil
+		}
+		n, size, err := c.ep.ReadMessage(b)
+		var fx effects
+		pulled := n > 0 || err != nil
+		if pulled {
+			fx = c.pullLocked(via{}) // a window update may be queued
+		}
+		dead := c.deadErr
+		c.mu.Unlock()
+		if pulled {
+			c.apply(&fx)
+		}
+		switch {
+		case n > 0:
+			return n, nil
+		case size > 0:
+			return 0, c.opErr(op, &ShortBufferError{Size: size, Buffer: len(b)})
+		case err == io.EOF:
+			return 0, io.EOF
+		case err != nil:
+			return 0, c.opErr(op, connError(err))
+		case dead != nil:
+			return 0, c.opErr(op, dead)
+		}
+		select {
+		case <-c.readable:
+		case <-c.rdl.done():
+		case <-c.closing:
+		case <-c.dead:
+		}
+	}
+}
+
+// rejection is the error of a handshake answered with type 1002 (spec §3.2 steps 5–6). Our
+// listener (and rendezvous peer) puts its own socket type into the rejection when the types
+// differ; the reference echoes ours, so its reason stays unknown.
+func rejection(hs *packet.Handshake, cfg *Config) error {
+	if t := hs.SocketType; (t == packet.SocketStream || t == packet.SocketDgram) && t != cfg.socketType() {
+		return &modeMismatchError{peer: t, local: cfg.socketType()}
+	}
+	return fmt.Errorf("%w (its accept backlog is full, or its UDT version or socket type differs)", ErrRejected)
+}
+
+// modeMismatchError is a refusal for the other socket type; it matches ErrRejected and
+// ErrModeMismatch.
+type modeMismatchError struct{ peer, local packet.SocketType }
+
+func (e *modeMismatchError) Error() string {
+	return fmt.Sprintf("udt: connection rejected by peer: it is in %s mode, this side in %s mode (Config.MessageMode must match)",
+		modeName(e.peer), modeName(e.local))
+}
+
+func (e *modeMismatchError) Is(target error) bool {
+	return target == ErrRejected || target == ErrModeMismatch
+}
+
+func modeName(t packet.SocketType) string {
+	if t == packet.SocketDgram {
+		return "message"
+	}
+	return "stream"
+}

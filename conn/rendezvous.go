@@ -1,0 +1,288 @@
+package conn
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"time"
+
+	"github.com/udtgo/udt/internal/packet"
+)
+
+// Rendezvous connection setup (spec §3.3): two peers, neither listening, each send the other
+// handshake requests from a known local port until they agree; this is how UDT is used through
+// NATs whose mappings both peers already know. As in UDT 4.11:
+//
+//   - both send type 0 requests every 250 ms, to socket ID 0 until they know the peer's ID;
+//   - a side that has sent or received a type 0 switches to −1 and sends at once;
+//   - a side that has sent −1 and receives −1 or −2 is connected; so is one that, after
+//     recording the peer's handshake, receives any other packet from it (the peer is connected
+//     and sending); a connected side answers every further handshake but a −2 with a −2;
+//   - each side keeps its own random ISN (no echo), and a type 1 (client) request is ignored.
+//
+// The same rules as the client/server handshake protect it: the peer's address and port must
+// match exactly (spec §3.1); its fields are bounds-checked (spec §8.3: MSS in [76, 65535], flow
+// window ≥ 2 and capped at Config.FlowWindow, socket ID ≠ 0, ISN < 2^31); the negotiated MSS is
+// the smaller of both sides'; our socket ID and ISN come from crypto/rand. A rendezvous has no
+// listener to issue a SYN cookie, and needs none: we connect only on a −1 or −2 addressed to our
+// random socket ID, which the peer can know only by receiving our request at its address, the
+// very proof a cookie gives. Once recorded, the peer's socket ID and ISN may not change (a
+// handshake that differs is from another socket and is ignored). A peer of the other mode (stream
+// vs. message) is refused with a type 1002 answer carrying our socket type; both sides then fail
+// with ErrModeMismatch. Departures from the reference: a side that connects on a −1 answers with
+// a −2 at once, so its peer completes in one trip instead of at its next 250 ms resend, and the
+// packet that completes a connection is not lost (UDT 4.11 drops it, spec §11.3 via the
+// captures' README).
+
+// Rendezvous connects to the peer at raddr, which must call Rendezvous towards laddr at about the
+// same time (within the handshake timeout of each other), over a new UDP socket bound to laddr
+// ("host:port"; the peer must know it, so the port is usually fixed). network is "udp", "udp4"
+// or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout, 30 s if unset
+// (spec §3.3), with ErrHandshakeTimeout; a peer of the other mode gives an error matching
+// ErrRejected and ErrModeMismatch; cancelling ctx aborts it with ctx.Err(); errors come inside a
+// *net.OpError. The socket is closed with the connection. To run several rendezvous (and
+// connections of other kinds) over one socket, use Listener.Rendezvous.
+func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) (*Conn, error) {
+	r, err := cfg.resolved()
+	if err != nil {
+		return nil, opError("rendezvous", nil, nil, err)
+	}
+	if err := checkNetwork(network); err != nil {
+		return nil, opError("rendezvous", nil, nil, err)
+	}
+	if laddr == "" {
+		return nil, opError("rendezvous", nil, nil, errors.New("udt: Rendezvous needs a local address the peer sends to"))
+	}
+	la, err := net.ResolveUDPAddr(network, laddr)
+	if err != nil {
+		return nil, opError("rendezvous", nil, nil, err)
+	}
+	ra, err := resolveUDP(ctx, network, raddr)
+	if err != nil {
+		return nil, opError("rendezvous", la, nil, err)
+	}
+	pc, err := net.ListenUDP(network, la)
+	if err != nil {
+		return nil, opError("rendezvous", la, ra, err)
+	}
+	mcfg := r
+	mcfg.noGRO = true // as Dial: a socket of one connection turns GRO on once bulk arrives
+	m, err := newMux(pc, true, &mcfg)
+	if err != nil {
+		return nil, opError("rendezvous", la, ra, err)
+	}
+	return rendezvous(ctx, m, ra, &r)
+}
+
+// RendezvousPacket is Rendezvous over a caller's PacketConn, which stays open after the
+// connection closes and must not be read by anyone else while the connection lives.
+func RendezvousPacket(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
+	r, err := cfg.resolved()
+	if err != nil {
+		return nil, opError("rendezvous", pc.LocalAddr(), raddr, err)
+	}
+	ap := addrPortOf(raddr)
+	if !ap.IsValid() {
+		return nil, opError("rendezvous", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
+	}
+	m, err := newMux(pc, false, &r)
+	if err != nil {
+		return nil, opError("rendezvous", pc.LocalAddr(), raddr, err)
+	}
+	return rendezvous(ctx, m, net.UDPAddrFromAddrPort(ap), &r)
+}
+
+// Rendezvous runs a rendezvous with the peer at address over the Listener's own UDP socket: any
+// number of rendezvous (one per peer address at a time), dialled and accepted connections share
+// it. The connection uses the Listener's Config; its HandshakeTimeout bounds the rendezvous (30 s
+// if it was unset).
+func (l *Listener) Rendezvous(ctx context.Context, network, address string) (*Conn, error) {
+	if err := checkNetwork(network); err != nil {
+		return nil, opError("rendezvous", l.mux.local, nil, err)
+	}
+	raddr, err := resolveUDP(ctx, network, address)
+	if err != nil {
+		return nil, opError("rendezvous", l.mux.local, nil, err)
+	}
+	if !l.mux.acquire() {
+		return nil, opError("rendezvous", l.mux.local, raddr, net.ErrClosed)
+	}
+	defer l.mux.release() // rendezvous takes its own reference
+	return rendezvous(ctx, l.mux, raddr, &l.cfg)
+}
+
+// rendezvousFor returns the rendezvous in progress with from that a datagram addressed to socket
+// ID 0 is for, or nil: any handshake from that address but a client's connection request (type
+// 1, which stays the listener's). Caller holds m.mu.
+func (m *mux) rendezvousFor(b []byte, from netip.AddrPort) *dialer {
+	d := m.rdv[from]
+	if d == nil || !isHandshake(b) || len(b) < headerSize+24 {
+		return nil
+	}
+	if packet.ReqType(binary.BigEndian.Uint32(b[headerSize+20:])) == packet.ReqConnect {
+		return nil
+	}
+	return d
+}
+
+// answers reports whether c answers a handshake of type t addressed to it with its hsReply: a
+// listener's connection a repeated request (t > 0), a rendezvous connection anything but a −2
+// (spec §3.2 last bullet, §3.3).
+func (c *Conn) answers(t packet.ReqType) bool {
+	if c.rendezvous {
+		return t != packet.ReqRendezvousResponse
+	}
+	return t > 0
+}
+
+// rendezvous runs the handshake of spec §3.3 on m (see the comment at the top of this file). It
+// takes a reference on m for the connection and releases it if the handshake fails, so a mux
+// made for this connection alone is torn down then.
+func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
+	fail := func(err error) (*Conn, error) {
+		return nil, opError("rendezvous", m.local, raddr, err)
+	}
+	peer := unmapAddrPort(raddr.AddrPort())
+	d := &dialer{peer: peer, replies: make(chan packet.Handshake, 8), failed: make(chan struct{}),
+		early: make(chan []byte, 1)}
+	if !m.acquire() {
+		return fail(net.ErrClosed)
+	}
+	m.mu.Lock()
+	if m.rdv[peer] != nil {
+		m.mu.Unlock()
+		m.release()
+		return fail(fmt.Errorf("udt: a rendezvous with %v is already in progress on this socket", peer))
+	}
+	id := m.newIDLocked()
+	m.dialers[id] = d
+	m.rdv[peer] = d
+	m.mu.Unlock()
+	defer func() {
+		m.mu.Lock()
+		delete(m.dialers, id)
+		if m.rdv[peer] == d {
+			delete(m.rdv, peer)
+		}
+		m.mu.Unlock()
+	}()
+
+	isn := newISN()
+	req := packet.Handshake{
+		Version:    packet.Version,
+		SocketType: cfg.socketType(),
+		ISN:        isn,
+		MSS:        uint32(cfg.MSS),
+		FlowWindow: uint32(cfg.recvWindow(cfg.MSS)),
+		ReqType:    packet.ReqRendezvous,
+		SocketID:   id,
+	}
+	req.SetPeerAddr(peer.Addr())
+	var (
+		out    [packet.HandshakeSize]byte
+		peerHS packet.Handshake // the peer's first valid handshake
+		have   bool
+	)
+	send := func(h *packet.Handshake) { m.writeTo(encodeHandshake(out[:], h), peer, raddr) }
+	sendReq := func() {
+		req.DstSocketID = 0
+		if have {
+			req.DstSocketID = peerHS.SocketID
+		}
+		send(&req)
+	}
+	connect := func() *Conn {
+		mss := int(req.MSS)
+		p := connParams{
+			id: id, peerID: peerHS.SocketID, isn: isn, peerISN: peerHS.ISN, mss: mss,
+			peerFlowWindow: min(int(peerHS.FlowWindow), cfg.FlowWindow), peer: peer,
+		}
+		resp := req
+		resp.ReqType = packet.ReqRendezvousResponse
+		resp.FlowWindow = uint32(cfg.recvWindow(mss))
+		resp.DstSocketID = peerHS.SocketID
+		c := m.newRegisteredConnFromDialer(cfg, p, time.Now())
+		c.rendezvous = true
+		c.hsReply = encodeHandshake(make([]byte, 0, packet.HandshakeSize), &resp)
+		return c
+	}
+
+	timeout := time.NewTimer(cfg.rdvTimeout)
+	defer timeout.Stop()
+	tick := time.NewTicker(handshakeInterval)
+	defer tick.Stop()
+	sendReq()
+	for {
+		select {
+		case hs := <-d.replies:
+			switch hs.ReqType {
+			case packet.ReqRendezvous, packet.ReqResponse, packet.ReqRendezvousResponse:
+			case packet.ReqRejected:
+				if hs.DstSocketID == id { // it received our request: a peer that refuses us
+					m.release()
+					return fail(rejection(&hs, cfg))
+				}
+				continue
+			default: // a client's request (type 1) cannot talk to a rendezvous peer (spec §3.3)
+				continue
+			}
+			full := hs.ReqType != packet.ReqRendezvousResponse // UDT4's −2 leaves version and type 0
+			if full && hs.Version != packet.Version {
+				continue
+			}
+			if hs.SocketID == 0 || hs.ISN > packet.MaxSeqNo || hs.MSS < minMSS || hs.MSS > maxMSS ||
+				hs.FlowWindow < minFlowWindow || (hs.DstSocketID != 0 && hs.DstSocketID != id) {
+				continue // bounds the reference never checks (spec §8.3)
+			}
+			if have && (hs.SocketID != peerHS.SocketID || hs.ISN != peerHS.ISN) {
+				continue // another socket at that address, or forged: the first recorded wins
+			}
+			if full && hs.SocketType != cfg.socketType() {
+				rej := req
+				rej.ReqType = packet.ReqRejected
+				rej.DstSocketID = hs.SocketID
+				send(&rej)
+				m.release()
+				return fail(&modeMismatchError{peer: hs.SocketType, local: cfg.socketType()})
+			}
+			if !have {
+				peerHS, have = hs, true
+				req.MSS = min(req.MSS, hs.MSS) // our −1 and −2 carry the negotiated MSS
+			}
+			if req.ReqType == packet.ReqRendezvous || hs.ReqType == packet.ReqRendezvous {
+				req.ReqType = packet.ReqResponse
+				sendReq()
+				continue
+			}
+			if hs.DstSocketID != id {
+				continue // a −1 or −2 must prove that the peer received our request
+			}
+			c := connect()
+			if hs.ReqType == packet.ReqResponse {
+				c.answerHandshake(nil) // our −2: the peer completes now, not at its next resend
+			}
+			return c, nil
+		case b := <-d.early:
+			if !have || req.ReqType != packet.ReqResponse {
+				continue // the reference completes only after recording the peer's handshake
+			}
+			c := connect()
+			c.handleOne(b, peer, time.Now()) // not lost, unlike in UDT 4.11
+			return c, nil
+		case <-tick.C:
+			sendReq()
+		case <-timeout.C:
+			m.release()
+			return fail(ErrHandshakeTimeout)
+		case <-d.failed:
+			m.release()
+			return fail(d.err)
+		case <-ctx.Done():
+			m.release()
+			return fail(ctx.Err())
+		}
+	}
+}

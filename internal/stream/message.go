@@ -1,0 +1,339 @@
+package stream
+
+import (
+	"errors"
+	"io"
+	"time"
+
+	"github.com/udtgo/udt/internal/buffer"
+	"github.com/udtgo/udt/internal/packet"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Message mode (UDT_DGRAM, socket type 2; spec §7.2, §2.6), enabled by Config.Messages.
+//
+// Sender: WriteMessage queues one whole message or nothing; its packets carry FF (first, middle,
+// last, solo), the O flag and the message's number (spec §1.2). A message with a time to live is
+// given up once it has passed: its packets are never sent again and the receiver is told with a
+// message drop request (control type 7) naming the message's number and sequence numbers. UDT
+// 4.11 checks the TTL only when a packet is about to be retransmitted (spec §4.3), so a message
+// stuck behind a full window still goes out long after its TTL; here the check is made before
+// every transmission, the first included, so a stale message is not sent. Its unsent packets take
+// their sequence numbers without leaving (the reference's skip does the same, spec §4.3), except
+// the last, which goes as a 1-byte stub no receiver delivers (FF = 00), so that the receiver sees
+// the numbers were used. The request names only numbers already used, is repeated whenever the
+// receiver reports one of the message's packets missing again or the retransmission timer
+// re-queues it, and carries the true last sequence number with the Inclusive flag (package
+// packet), where the reference sends one past it (spec §2.6).
+//
+// Receiver: ReadMessage returns exactly one whole message (package buffer: in order, or earlier
+// when O = 0), or says how large the next one is when the caller's buffer is too small (the
+// message stays queued; UDT 4.11 truncates it and drops the rest). A drop request gives up the
+// named packets: held ones are freed, missing ones leave the loss list and count as received for
+// the ACK number, and the largest received sequence number moves past them (spec §2.6 step 3) —
+// but numbers beyond the largest received one only once a packet at or past the request's end
+// arrives (a forged request naming the future would otherwise acknowledge what was never sent).
+// Limitation: UDT 4.11 never sends the packets it skips, so a message it gives up at the very end
+// of what it sends is acknowledged here only when more data follows.
+
+// ErrMessageTooLarge: the message needs more packets than the send buffer holds or than the
+// peer's flow window from the handshake (its receive buffer could never hold it whole) (UDT error
+// 5012).
+var ErrMessageTooLarge = errors.New("udt: message too large")
+
+// errStreamMode is returned by the message calls of a stream endpoint.
+var errStreamMode = errors.New("udt: message call on a stream connection")
+
+// MessageStats counts message-mode events (zero for a stream connection).
+type MessageStats struct {
+	Written     uint64 // messages accepted by WriteMessage
+	Read        uint64 // messages returned by ReadMessage
+	Expired     uint64 // messages given up by this sender after their TTL
+	DropReqSent uint64 // message drop requests sent (repeats included)
+	DropReqRecv uint64 // message drop requests received and applied
+	Discarded   uint64 // received packets discarded unread: their message was given up or broken
+}
+
+// MaxMessage returns the largest message WriteMessage accepts, in bytes: the send buffer or the
+// peer's flow window from the handshake, whichever holds fewer packets, of MSS−44 bytes each.
+func (e *Endpoint) MaxMessage() int { return min(e.snd.Cap(), e.cfg.PeerFlowWindow) * e.payloadSize }
+
+// WriteMessage queues p (not empty) as one message whose packets carry the in-order flag inOrder
+// and which the sender gives up ttl after now (ttl ≤ 0: never). It reports false when the send
+// buffer cannot hold the whole message yet (wait for CanWrite and retry) or the connection no
+// longer sends, and returns ErrMessageTooLarge for a message larger than MaxMessage.
+func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOrder bool) (bool, error) {
+	if !e.cfg.Messages {
+		return false, errStreamMode
+	}
+	if len(p) > e.MaxMessage() {
+		return false, ErrMessageTooLarge
+	}
+	if !e.active() || len(p) == 0 {
+		return false, nil
+	}
+	deadline := int64(buffer.Never)
+	if ttl > 0 {
+		deadline = int64(e.since(now) + ttl)
+	}
+	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
+	e.msgs.want = 0
+	if ok {
+		e.stats.BytesWritten += uint64(len(p))
+		e.stats.Messages.Written++
+	} else if err == nil {
+		e.msgs.want = e.snd.MessagePackets(len(p)) * e.payloadSize // CanWrite waits for that room
+	}
+	return ok, err
+}
+
+// ReadMessage copies the next whole message into p and returns its length n. When p is shorter
+// than that message, it returns n = 0 and the message's size, and the message stays queued.
+// Otherwise as Read: (0, 0, nil) when no message is ready, io.EOF after the peer's Shutdown once
+// every message has been read, Err() once broken.
+func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
+	if !e.cfg.Messages {
+		return 0, 0, errStreamMode
+	}
+	n, size = e.rcv.ReadMessage(p)
+	if n > 0 {
+		e.stats.BytesRead += uint64(n)
+		e.stats.Messages.Read++
+		e.maybeWindowUpdate()
+		return n, size, nil
+	}
+	if size > 0 {
+		return 0, size, nil
+	}
+	if e.err != nil {
+		return 0, 0, e.err
+	}
+	if e.peerClosed {
+		return 0, 0, io.EOF
+	}
+	return 0, 0, nil
+}
+
+// insert puts one data packet into the receive buffer (b is the whole datagram).
+func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
+	if e.cfg.Messages {
+		err := e.rcv.InsertMessage(seq, be.Uint32(b[4:]), payload)
+		if err == nil && len(e.msgs.pending) > 0 {
+			e.applyPending(seqno.Max(e.lrsn, seq))
+		}
+		e.syncLRSN()
+		return err
+	}
+	return e.rcv.Insert(seq, payload)
+}
+
+// syncLRSN keeps the receiver's numbers consistent when given-up slots moved the ACK number: the
+// largest received number is at least ACK − 1 and the loss list holds nothing before the ACK
+// number (a gap reported before a drop request covered it).
+func (e *Endpoint) syncLRSN() {
+	ack := e.rcv.AckSeq()
+	if top := ack.Dec(); seqno.Offset(e.lrsn, top) > 0 {
+		e.lrsn = top
+	}
+	if first, ok := e.rloss.First(); ok && first.Less(ack) {
+		e.rloss.RemoveBefore(ack)
+	}
+}
+
+// onMsgDrop applies a message drop request (spec §2.6). It returns false if it was dropped.
+func (e *Endpoint) onMsgDrop(b []byte) bool {
+	var m packet.MsgDropRequest
+	if err := m.Decode(b); err != nil {
+		e.stats.Drops.Malformed++
+		return false
+	}
+	if !e.cfg.Messages {
+		e.stats.Drops.IgnoredCtrl++ // a stream connection has no messages to drop (spec §7.3)
+		return true
+	}
+	first, last := seqno.SeqFromWire(m.First), seqno.SeqFromWire(m.Last)
+	if !m.Inclusive && last != first {
+		last = last.Dec() // the reference's Last is one past the message's end (spec §2.6)
+	}
+	if seqno.Len(first, last) > e.rcv.Cap() {
+		e.stats.Drops.OutOfWindow++ // no message spans more than the window
+		return false
+	}
+	no := seqno.Msg(m.MsgNo)
+	if seqno.Offset(e.lrsn, last) > 0 {
+		// Numbers beyond the largest received one are given up only once a packet shows that the
+		// sender used them (our sender sends a given-up message's last packet as a stub): a forged
+		// request naming the future would otherwise move the ACK number past everything sent, and
+		// the sender, rightly ignoring such ACKs, would never drain.
+		e.msgs.pend(pendingDrop{no: no, first: first, last: last})
+		if seqno.Offset(first, e.lrsn) < 0 {
+			e.stats.Messages.DropReqRecv++
+			return true
+		}
+		last = e.lrsn
+	}
+	e.applyDrop(no, first, last)
+	e.stats.Messages.DropReqRecv++
+	return true
+}
+
+// applyDrop gives up first..last (all at or below the largest received number) of message no.
+func (e *Endpoint) applyDrop(no seqno.Msg, first, last seqno.Seq) {
+	ack := e.rcv.AckSeq()
+	e.rcv.Drop(first, last, no)
+	e.rloss.RemoveRange(first, last)
+	e.syncLRSN()
+	if e.rcv.AckSeq() != ack {
+		e.ackForce = true // the sender can free the message at once
+	}
+}
+
+// pendingDrop is a drop request whose range reaches beyond the largest received number.
+type pendingDrop struct {
+	no          seqno.Msg
+	first, last seqno.Seq
+}
+
+// msgState is the receiver's message-mode state kept by the Endpoint.
+type msgState struct {
+	pending []pendingDrop // at most maxPendingDrops, oldest first
+	want    int           // bytes of send-buffer room the last refused message needs (CanWrite)
+}
+
+// maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given
+// up within one RTT; beyond that the oldest is forgotten (the sender repeats its request when
+// the receiver reports the numbers missing).
+const maxPendingDrops = 16
+
+func (m *msgState) pend(p pendingDrop) {
+	for i, q := range m.pending {
+		if q.no == p.no {
+			m.pending[i] = p
+			return
+		}
+	}
+	if len(m.pending) == maxPendingDrops {
+		m.pending = append(m.pending[:0], m.pending[1:]...)
+	}
+	m.pending = append(m.pending, p)
+}
+
+// applyPending applies the pending drop requests whose last number is at or below top, the
+// largest number now known to be used by the sender.
+func (e *Endpoint) applyPending(top seqno.Seq) {
+	p := e.msgs.pending
+	k := 0
+	for _, d := range p {
+		if seqno.Offset(top, d.last) <= 0 {
+			e.applyDrop(d.no, d.first, d.last)
+			continue
+		}
+		if seqno.Offset(e.rcv.ReadSeq(), d.last) < 0 {
+			continue // the read point passed it: nothing left to drop
+		}
+		p[k] = d
+		k++
+	}
+	e.msgs.pending = p[:k]
+}
+
+// expireMessages gives up the messages whose TTL has passed at t before Release sends: the one
+// at the front of the loss list (about to be retransmitted) and the one holding the next new
+// packet (about to be sent for the first time), repeatedly. Given-up packets that were never sent
+// take window room as if sent.
+func (e *Endpoint) expireMessages(t time.Duration) {
+	if !e.cfg.Messages {
+		return
+	}
+	now := int64(t)
+	for e.active() {
+		if s, ok := e.sloss.Front(); ok {
+			if !e.snd.Expired(s, now) {
+				return
+			}
+			e.giveUp(t, s)
+			continue
+		}
+		if !e.snd.NextExpired(now) || !e.sendable() { // the loss list is empty: room for new data
+			return
+		}
+		e.giveUp(t, e.snd.NextSeq())
+	}
+}
+
+// giveUp abandons the message holding packet s and sends the drop request for it. The request
+// names only numbers already used (sent, or skipped by GiveUp): a receiver that trusts it, as UDT
+// 4.11 does (it moves its largest received number to Last), would otherwise acknowledge numbers
+// beyond the last one sent, ACKs this sender ignores. The stub that carries the last number
+// follows as an ordinary packet, which receivers discard.
+func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
+	idle := e.inFlight() == 0
+	next := e.snd.NextSeq()
+	no, first, last, ok := e.snd.GiveUp(s)
+	if !ok {
+		return
+	}
+	if next != e.snd.NextSeq() {
+		for q := next; q != e.snd.NextSeq(); q = q.Inc() {
+			e.dlv.skip(q)
+		}
+		// Data given up unsent is data the application no longer offers: until what is in flight
+		// now is delivered, rate samples may understate the path (application-limited,
+		// draft-cheng-iccrg-delivery-rate-estimation §3.4). Without this a delivery-based
+		// controller spirals down under heavy loss: fewer bytes delivered, a lower rate, more
+		// messages expiring before they leave, still fewer bytes delivered.
+		e.dlv.markAppLimited()
+	}
+	if idle && e.inFlight() > 0 {
+		e.rtoBase, e.rtoCount = t, 0 // as packOne: the timer starts with the first packet in flight
+	}
+	if first != last {
+		e.sloss.RemoveRange(first, last.Dec()) // the last packet still goes, as a stub
+	}
+	if used := e.sndCurrSeq(); seqno.Offset(used, last) > 0 {
+		last = used
+	}
+	if seqno.Offset(first, last) >= 0 {
+		e.sendMsgDrop(t, no, first, last)
+	}
+}
+
+// skip records packet seq, which the sender skipped (GiveUp: never sent), as delivered already,
+// so that delivery accounting keeps its order and the packet is neither in flight, nor lost, nor
+// counted in any rate sample.
+func (d *deliveryTracker) skip(seq seqno.Seq) {
+	if k := seqno.Offset(d.base, seq); k == d.n && d.n < d.limit {
+		d.grow()
+		d.n++
+		*d.at(k) = pktRecord{flags: pktDelivered}
+	}
+}
+
+// messageHeader writes data-header word 1 of packet seq (FF, O and the message's number, spec
+// §1.2) into b and returns the packet's length l. The last packet of a message given up goes as
+// a 1-byte stub marked as a middle packet (FF = 00), which no receiver (UDT 4.11's included)
+// delivers: a middle packet never completes a message by itself.
+func (e *Endpoint) messageHeader(b []byte, seq seqno.Seq, msg seqno.Msg, l int) int {
+	w := e.snd.Word1(seq, msg)
+	if e.snd.Stub(seq) {
+		be.PutUint32(b[4:], w&^(3<<30))
+		return headerSize + 1
+	}
+	be.PutUint32(b[4:], w)
+	return l
+}
+
+// sendMsgDrop sends a message drop request for message no, packets first..last.
+func (e *Endpoint) sendMsgDrop(t time.Duration, no seqno.Msg, first, last seqno.Seq) {
+	p := packet.MsgDropRequest{ControlHeader: e.ctrlHeader(t), MsgNo: uint32(no), Inclusive: true,
+		First: uint32(first), Last: uint32(last)}
+	b, err := p.AppendBinary(e.ctrl[:0])
+	e.emit(t, b, err)
+	e.stats.Messages.DropReqSent++
+}
+
+// messageStats fills the counters kept by the buffers.
+func (e *Endpoint) messageStats(s *Stats) {
+	s.Messages.Discarded = uint64(e.rcv.Discarded())
+	s.Messages.Expired = uint64(e.snd.GivenUp())
+}

@@ -1,0 +1,339 @@
+package stream
+
+import (
+	"crypto/sha256"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+)
+
+// newMsgPair wires two message-mode endpoints (0 sends, 1 receives) through l, with fixed-rate
+// controllers unless cc makes them.
+func newMsgPair(l *link, sendBuf, recvBuf int, cc ...congestion.Factory) {
+	mk := func(i int, local, peer, isn, peerISN uint32) *Endpoint {
+		var ctl congestion.Controller = &fixedCC{period: 20 * time.Microsecond}
+		if len(cc) > 0 {
+			ctl = cc[0]()
+		}
+		return New(Config{
+			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
+			SendBuffer: sendBuf, RecvBuffer: recvBuf,
+			Controller: ctl, Start: l.now,
+		}, l.now)
+	}
+	l.ep[0] = mk(0, 0x1111, 0x2222, 1<<31-300, 77)
+	l.ep[1] = mk(1, 0x2222, 0x1111, 77, 1<<31-300)
+}
+
+// msgSpec is one message a test writes.
+type msgSpec struct {
+	data    []byte
+	sum     [32]byte
+	ttl     time.Duration
+	inOrder bool
+	at      time.Duration // write no earlier than this after the start
+}
+
+// msgApp writes specs on ep[0] and reads messages on ep[1] from link.inject, checking each read:
+// exactly one whole message (SHA-256), none twice, and an in-order message only after every
+// earlier one was delivered.
+type msgApp struct {
+	t         *testing.T
+	l         *link
+	start     time.Time
+	specs     []msgSpec
+	next      int
+	bySum     map[[32]byte]int
+	got       []bool
+	delivered int
+	small     int // reads retried after a too-small buffer
+	rng       *rand.Rand
+	buf       []byte
+	lenient   *bool // when set and true, unknown messages are tolerated (a forged packet was taken)
+}
+
+func newMsgApp(t *testing.T, l *link, specs []msgSpec) *msgApp {
+	a := &msgApp{t: t, l: l, start: l.now, specs: specs, bySum: map[[32]byte]int{},
+		got: make([]bool, len(specs)), rng: rand.New(rand.NewPCG(3, 4)), buf: make([]byte, 1<<20)}
+	for i := range specs {
+		a.specs[i].sum = sha256.Sum256(specs[i].data)
+		a.bySum[a.specs[i].sum] = i
+	}
+	l.inject = a.step
+	return a
+}
+
+func (a *msgApp) step(i int, now time.Time) {
+	e := a.l.ep[i]
+	if i == 0 {
+		for a.next < len(a.specs) && now.Sub(a.start) >= a.specs[a.next].at {
+			s := a.specs[a.next]
+			ok, err := e.WriteMessage(now, s.data, s.ttl, s.inOrder)
+			if err != nil {
+				a.t.Fatalf("message %d: %v", a.next, err)
+			}
+			if !ok {
+				return
+			}
+			a.next++
+		}
+		return
+	}
+	for e.CanRead() {
+		p := a.buf
+		if a.rng.IntN(4) == 0 {
+			p = p[:a.rng.IntN(2000)+1]
+		}
+		n, size, err := e.ReadMessage(p)
+		if err != nil {
+			a.t.Fatalf("read: %v", err)
+		}
+		if n == 0 && size > 0 {
+			if size <= len(p) {
+				a.t.Fatalf("message of %d bytes refused for a %d-byte buffer", size, len(p))
+			}
+			a.small++
+			n, size, _ = e.ReadMessage(a.buf[:size])
+			if n != size {
+				a.t.Fatalf("retry with the reported size %d returned %d", size, n)
+			}
+		}
+		if n == 0 {
+			return
+		}
+		k, ok := a.bySum[sha256.Sum256(a.buf[:n])]
+		if !ok && a.lenient != nil && *a.lenient {
+			continue
+		}
+		if !ok {
+			a.t.Fatalf("read %d bytes that are no message written (boundaries lost)", n)
+		}
+		if a.got[k] {
+			a.t.Fatalf("message %d delivered twice", k)
+		}
+		if a.specs[k].inOrder && (a.lenient == nil || !*a.lenient) {
+			for j := range k {
+				if !a.got[j] && a.specs[j].ttl == 0 {
+					a.t.Fatalf("in-order message %d delivered before message %d", k, j)
+				}
+			}
+		}
+		a.got[k] = true
+		a.delivered++
+	}
+}
+
+func randomSpecs(seed uint64, n, maxPkts int, every time.Duration) []msgSpec {
+	r := rand.New(rand.NewPCG(seed, 9))
+	specs := make([]msgSpec, n)
+	for i := range specs {
+		size := 1 + r.IntN(maxPkts*1456)
+		if r.IntN(3) == 0 {
+			size = 1 + r.IntN(1456)
+		}
+		b := make([]byte, size)
+		for j := range b {
+			b[j] = byte(r.Uint32())
+		}
+		specs[i] = msgSpec{data: b, inOrder: r.IntN(2) == 0, at: time.Duration(i) * every}
+	}
+	return specs
+}
+
+// Message boundaries survive loss, reordering and duplication: every message arrives once, whole
+// (its SHA-256), in-order ones after all earlier ones, and too-small read buffers lose nothing.
+func TestMessagesLossReorderDuplicate(t *testing.T) {
+	for _, seed := range []uint64{1, 2, 3} {
+		r := linkRules{delay: 5 * time.Millisecond, loss: 0.05, dup: 0.03, reorder: 0.05}
+		l := newLink(seed, r, r)
+		newMsgPair(l, 0, 0)
+		a := newMsgApp(t, l, randomSpecs(seed, 400, 20, 0))
+		if !l.run([2]*app{}, l.now.Add(120*time.Second), func() bool { return a.delivered == len(a.specs) }) {
+			t.Fatalf("seed %d: %d of %d messages delivered", seed, a.delivered, len(a.specs))
+		}
+		st := l.ep[1].Stats()
+		if st.RcvLoss == 0 || st.Drops.Duplicate == 0 || a.small == 0 {
+			t.Fatalf("seed %d: the test exercised nothing: %d losses, %d duplicates, %d short reads",
+				seed, st.RcvLoss, st.Drops.Duplicate, a.small)
+		}
+		if st.Messages.Read != uint64(len(a.specs)) || st.Messages.Discarded != 0 {
+			t.Fatalf("seed %d: stats %+v", seed, st.Messages)
+		}
+	}
+}
+
+// Out-of-order messages (O = 0) are read before an earlier hole is repaired.
+func TestMessagesOutOfOrderDelivery(t *testing.T) {
+	r := linkRules{delay: 20 * time.Millisecond}
+	dropped := false
+	r0 := r
+	r0.drop = func(b []byte) bool { // lose the first data packet once
+		if !dropped && b[0]&0x80 == 0 {
+			dropped = true
+			return true
+		}
+		return false
+	}
+	l := newLink(1, r0, r)
+	newMsgPair(l, 0, 0)
+	specs := randomSpecs(5, 20, 1, time.Millisecond)
+	for i := range specs {
+		specs[i].data = specs[i].data[:min(len(specs[i].data), 1000)]
+		specs[i].inOrder = false
+	}
+	a := newMsgApp(t, l, specs)
+	var firstAt, lastAt time.Duration
+	ok := l.run([2]*app{}, l.now.Add(10*time.Second), func() bool {
+		if a.got[0] && firstAt == 0 {
+			firstAt = l.now.Sub(a.start)
+		}
+		if a.got[len(specs)-1] && lastAt == 0 {
+			lastAt = l.now.Sub(a.start)
+		}
+		return a.delivered == len(specs)
+	})
+	if !ok {
+		t.Fatalf("%d of %d delivered", a.delivered, len(specs))
+	}
+	// The lost first message is repaired after at least one RTT (40 ms); the last one arrives
+	// 20 ms + 19 ms after the start.
+	if !(lastAt < firstAt) {
+		t.Fatalf("the last message (read at %v) waited for the repair of the first (read at %v)", lastAt, firstAt)
+	}
+}
+
+// Under heavy loss, messages whose TTL passes are given up on both sides (drop requests), the
+// connection keeps moving, and every message written once the loss stops arrives.
+func TestMessagesTTLExpiry(t *testing.T) {
+	t.Run("fixed", func(t *testing.T) { ttlExpiry(t) })
+	// A delivery-based controller: the packets a given-up message skips must not look lost or
+	// delivered to its rate samples (they were never sent).
+	t.Run("bbr", func(t *testing.T) { ttlExpiry(t, congestion.BBRFactory()) })
+}
+
+func ttlExpiry(t *testing.T, cc ...congestion.Factory) {
+	heavy := linkRules{delay: 10 * time.Millisecond, loss: 0.3}
+	l := newLink(7, heavy, linkRules{delay: 10 * time.Millisecond})
+	newMsgPair(l, 0, 0, cc...)
+	specs := randomSpecs(11, 300, 8, 10*time.Millisecond)
+	for i := range specs {
+		if i < 200 {
+			specs[i].ttl = 100 * time.Millisecond
+		}
+	}
+	a := newMsgApp(t, l, specs)
+	cleared := false
+	ok := l.run([2]*app{}, l.now.Add(60*time.Second), func() bool {
+		if !cleared && l.now.Sub(a.start) >= 2*time.Second {
+			l.rules[0].loss = 0 // written from 3 s on: must all arrive
+			cleared = true
+		}
+		for k := 200; k < len(specs); k++ {
+			if !a.got[k] {
+				return false
+			}
+		}
+		return l.ep[0].Flushed()
+	})
+	if !ok {
+		e := l.ep[0]
+		t.Fatalf("%d of %d delivered; sender %+v receiver %+v; sender period %v cwnd %d inflight %d dlv %d/%d sloss %d unsent %d flow %d",
+			a.delivered, len(specs), e.Stats().Messages, l.ep[1].Stats().Messages, e.period, e.cwnd,
+			e.inFlight(), e.dlv.inflightPkts, e.dlv.n, e.sloss.Len(), e.snd.Unsent(), e.flowWindow)
+	}
+	s, r := l.ep[0].Stats().Messages, l.ep[1].Stats().Messages
+	if s.Expired == 0 || s.DropReqSent < s.Expired || r.DropReqRecv == 0 {
+		t.Fatalf("no expiry seen: sender %+v receiver %+v", s, r)
+	}
+	if a.delivered+int(s.Expired) < len(specs) {
+		t.Fatalf("%d delivered + %d given up < %d written", a.delivered, s.Expired, len(specs))
+	}
+	t.Logf("delivered %d of %d; sender %+v; receiver %+v", a.delivered, len(specs), s, r)
+}
+
+// A message larger than the peer's flow window or the send buffer is refused at once; an empty
+// one is not sent; the stream calls move nothing on a message endpoint.
+func TestMessageLimits(t *testing.T) {
+	l := newLink(1, linkRules{}, linkRules{})
+	newMsgPair(l, 10*1456, 32)
+	e := l.ep[0]
+	if e.MaxMessage() != 10*1456 {
+		t.Fatalf("MaxMessage %d", e.MaxMessage())
+	}
+	if _, err := e.WriteMessage(l.now, make([]byte, 10*1456+1), 0, false); err != ErrMessageTooLarge {
+		t.Fatalf("oversized: %v", err)
+	}
+	if ok, err := e.WriteMessage(l.now, nil, 0, false); ok || err != nil {
+		t.Fatalf("empty: %v %v", ok, err)
+	}
+	if e.Write([]byte("x")) != 0 {
+		t.Fatal("Write took bytes on a message endpoint")
+	}
+	if ok, _ := e.WriteMessage(l.now, make([]byte, 6*1456), 0, false); !ok {
+		t.Fatal("first message")
+	}
+	if ok, _ := e.WriteMessage(l.now, make([]byte, 5*1456), 0, false); ok {
+		t.Fatal("a message larger than the free space was taken")
+	}
+}
+
+// FuzzMessageFields injects one arbitrary data packet (any sequence number near the window, any
+// FF, O and message number, any length) or message drop request (any number, range and
+// Inclusive bit) into a message-mode transfer at 2 % loss. The engine must not panic, its
+// invariants must hold, every message read must still be one message written (unless the forged
+// packet was taken: then it may spoil messages, as any plausible UDT packet can); a packet that
+// was dropped must leave the transfer complete, every message delivered.
+func FuzzMessageFields(f *testing.F) {
+	f.Add(true, uint16(3), uint32(0xc0000001), uint16(100), false, uint32(0), uint16(0))
+	f.Add(true, uint16(40), uint32(0x80000007), uint16(1456), false, uint32(0), uint16(0))
+	f.Add(false, uint16(0), uint32(5), uint16(0), true, uint32(2), uint16(10))
+	f.Add(false, uint16(900), uint32(0x80000003), uint16(0), false, uint32(1<<30), uint16(3))
+	specs := randomSpecs(31, 120, 6, 0)
+	f.Fuzz(func(t *testing.T, data bool, off uint16, w1 uint32, size uint16, inclusive bool, span uint32, at uint16) {
+		r := linkRules{delay: time.Millisecond, loss: 0.02}
+		l := newLink(5, r, r)
+		newMsgPair(l, 0, 0)
+		a := newMsgApp(t, l, specs)
+		lenient := false
+		a.lenient = &lenient
+		deadline := l.now.Add(2 * time.Minute)
+		l.run([2]*app{}, deadline, func() bool { return a.delivered >= int(at)%len(specs) })
+		e := l.ep[1]
+		base := e.rcv.ReadSeq().Add(int(off) - 64)
+		var pkt []byte
+		if data {
+			pkt = make([]byte, 16+int(size)%1500)
+			be.PutUint32(pkt, uint32(base))
+			be.PutUint32(pkt[4:], w1)
+		} else {
+			info := w1 & 0x1fffffff
+			if inclusive {
+				info |= 1 << 31
+			}
+			pkt = ctrlPkt(7, info, 0, uint32(base), uint32(base.Add(int(span%20000))))
+		}
+		be.PutUint32(pkt[12:], e.cfg.LocalID)
+		before := e.Stats()
+		e.HandlePacket(l.now, pkt)
+		dropped := dropsTotal(e.Stats().Drops) > dropsTotal(before.Drops)
+		// A plausible packet taken as data, or a drop request applied, may spoil messages (UDT has
+		// no authentication, spec §9.1): then only consistency is required, as in FuzzHandlePacket.
+		lenient = !dropped
+		for i, x := range l.ep {
+			if err := x.invariants(); err != nil {
+				t.Fatalf("endpoint %d: %v", i, err)
+			}
+		}
+		done := l.run([2]*app{}, deadline, func() bool { return a.next == len(specs) && l.ep[0].Flushed() })
+		for i, x := range l.ep {
+			if err := x.invariants(); err != nil {
+				t.Fatalf("endpoint %d after: %v", i, err)
+			}
+		}
+		if dropped && (!done || a.delivered != len(specs)) {
+			t.Fatalf("a dropped packet stalled the transfer: %d of %d written, %d delivered", a.next, len(specs), a.delivered)
+		}
+	})
+}
