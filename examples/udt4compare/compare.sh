@@ -51,7 +51,7 @@ udt4() {
 # udtperf prints "udt tcp" goodputs in Mbit/s from one self-mode run.
 udtperf() {
   "$work/udtperf" -proto udt,tcp -pacer hybrid -time "${secs}s" -interval 0 -no-progress 2>"$work/udtperf.err" |
-    awk '$1 == "udt/hybrid" { u = $2 } $1 == "tcp" { t = $2 } END { print u, t }'
+    awk '$1 == "udt/hybrid" { u = $2 } $1 ~ /^tcp/ { t = $2 } END { print u, t }'
 }
 
 median() { sort -g | awk '{ a[NR] = $1 } END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
