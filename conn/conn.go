@@ -176,7 +176,7 @@ func (c *Conn) breakWith(err error) {
 // this connection: msgs[i] for every i ≥ first with owners[i] == c (it clears those entries). It
 // takes the lock once for all of them; the control packets they produce go into the reader's
 // outbox, sent after the whole read, and data they make due (an ACK opened the window, a NAK
-// asked for a retransmission) leaves through the reader's buffers at once.
+// asked for a retransmission) leaves from the reader at once.
 func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *readScratch) {
 	c.mu.Lock()
 	for i := first; i < len(msgs); i++ {
@@ -187,7 +187,7 @@ func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *
 		m := &msgs[i]
 		c.handleLocked(m.Buf[:m.N], m.Addr, arrivalTime(m), &rs.out)
 	}
-	fx := c.pullLocked(via{ob: &rs.out, sb: rs.snd})
+	fx := c.pullLocked(via{ob: &rs.out})
 	c.mu.Unlock()
 	c.apply(&fx)
 }
@@ -197,7 +197,7 @@ func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *
 func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
 	c.mu.Lock()
 	c.handleLocked(b, from, now, &rs.out)
-	fx := c.pullLocked(via{ob: &rs.out, sb: rs.snd})
+	fx := c.pullLocked(via{ob: &rs.out})
 	c.mu.Unlock()
 	c.apply(&fx)
 }

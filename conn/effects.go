@@ -24,9 +24,8 @@ type effects struct {
 	stream.Effects
 	ob      *outbox      // control packets to send: the caller's (it flushes), or pooled (apply does)
 	pooled  bool         // ob came from the pool
-	sb      *sendScratch // data packets released for a direct send (nil: none)
+	sb      *sendScratch // data packets released for a direct send (nil: none), from the mux's pool
 	n       int          // how many of sb.bufs
-	sbOwned bool         // sb is the caller's, not the pool's
 	gen     uint64       // the pull's rank: the timer armed by the latest pull wins (0: do not arm)
 	timerAt time.Time    // when the connection's timer should fire (zero: never)
 	finish  bool         // the engine is Done: finish the connection
@@ -34,9 +33,8 @@ type effects struct {
 
 // via says what a caller of pullLocked brings.
 type via struct {
-	ob     *outbox      // where to put control packets; nil: an outbox from the pool if there are any
-	sb     *sendScratch // buffers for a direct send; nil: from the mux's pool if data is due
-	noSend bool         // the caller is the data pacer, which sends through its own Release
+	ob     *outbox // where to put control packets; nil: an outbox from the pool if there are any
+	noSend bool    // the caller is the data pacer, which sends through its own Release
 }
 
 // pullLocked takes what the engine's calls produced. Caller holds c.mu.
@@ -50,10 +48,7 @@ func (c *Conn) pullLocked(v via) effects {
 	}
 	if !v.noSend && !fx.Departure.IsZero() {
 		if now := time.Now(); !fx.Departure.After(now) && c.sending.CompareAndSwap(false, true) {
-			fx.sb, fx.sbOwned = v.sb, v.sb != nil
-			if fx.sb == nil {
-				fx.sb = c.mux.scratches.Get().(*sendScratch)
-			}
+			fx.sb = c.mux.scratches.Get().(*sendScratch)
 			fx.sb.reset()
 			fx.n, _ = c.ep.Release(now, fx.sb.bufs)
 			fx.Departure = time.Time{}  // apply re-reads it once the packets are out
@@ -92,9 +87,7 @@ func (c *Conn) apply(fx *effects) {
 		if fx.n > 0 {
 			c.mux.io.WriteBatch(fx.sb.bufs[:fx.n], c.peer) // a send error is a loss: retransmission recovers it
 		}
-		if !fx.sbOwned {
-			c.mux.scratches.Put(fx.sb)
-		}
+		c.mux.scratches.Put(fx.sb)
 		c.sending.Store(false)
 		c.mu.Lock() // what became due meanwhile, or was left for us by a pacer that found us sending
 		fx.Departure = c.ep.Departure()
@@ -165,8 +158,8 @@ func (c *Conn) onTimer() {
 
 // runTimers runs the engine's due timers (ACK, NAK, retransmission, keep-alive, dead peer,
 // linger, Shutdown re-sends) on the socket's timer goroutine, with its outbox (sent after its
-// batch) and its buffers for data made due (retransmissions).
-func (c *Conn) runTimers(ob *outbox, sb *sendScratch) {
+// batch).
+func (c *Conn) runTimers(ob *outbox) {
 	c.mu.Lock()
 	if c.finishing {
 		c.mu.Unlock()
@@ -175,7 +168,7 @@ func (c *Conn) runTimers(ob *outbox, sb *sendScratch) {
 	now := time.Now()
 	c.ep.OnTimer(now)
 	c.observeDrops(now, false)
-	fx := c.pullLocked(via{ob: ob, sb: sb})
+	fx := c.pullLocked(via{ob: ob})
 	if !c.finishing && !fx.timerAt.IsZero() && !fx.timerAt.After(now) {
 		fx.timerAt = now.Add(stallDelay)
 	}

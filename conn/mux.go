@@ -246,7 +246,7 @@ func (m *mux) readLoop(pktSize int) {
 	for i := range msgs {
 		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
 	}
-	rs := readScratch{snd: newSendScratch(pktSize)}
+	var rs readScratch
 	failures := 0
 	for {
 		n, err := m.io.ReadBatch(msgs)
@@ -278,7 +278,6 @@ type readScratch struct {
 	owners [readBatch]*Conn // the established connection each datagram is for, if any
 	kind   [readBatch]uint8 // for the others: otherDatagram or oversizedDatagram
 	out    outbox           // what the batch's engine calls produced, sent after it
-	snd    *sendScratch     // buffers for data the batch makes due at once
 }
 
 // Kinds of datagrams dispatchBatch does not hand to a connection in a batch.

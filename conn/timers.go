@@ -40,7 +40,6 @@ func (q *timerQueue) push(c *Conn) {
 func (q *timerQueue) run(m *mux) {
 	defer close(q.done)
 	var out outbox
-	snd := newSendScratch(m.pktSize)
 	for {
 		select {
 		case <-q.wake:
@@ -53,7 +52,7 @@ func (q *timerQueue) run(m *mux) {
 		q.mu.Unlock()
 		for i, c := range batch {
 			c.timerQueued.Store(false)
-			c.runTimers(&out, snd)
+			c.runTimers(&out)
 			batch[i] = nil
 		}
 		out.flush(m.io)
