@@ -206,6 +206,11 @@ func BBRFactory(opts ...BBROption) Factory {
 	return func() Controller { return NewBBR(opts...) }
 }
 
+// Phase names the state the controller is in (draft §4.3): Startup, Drain, ProbeBW_DOWN,
+// ProbeBW_CRUISE, ProbeBW_REFILL, ProbeBW_UP or ProbeRTT. conn's Logger and Tracer report its
+// changes.
+func (b *BBR) Phase() string { return b.state.String() }
+
 // String returns "bbr", the name ParseSpec accepts.
 func (b *BBR) String() string { return "bbr" }
 

@@ -70,3 +70,9 @@ func (j *cookieJar) valid(addr netip.AddrPort, c uint32, now time.Time) bool {
 	}
 	return b > 0 && subtle.ConstantTimeEq(int32(j.compute(addr, b-1)), int32(c)) == 1
 }
+
+// expiry returns when the last cookie valid at now stops being valid: the end of the bucket after
+// now's (a cookie made in bucket b is accepted during b and b+1).
+func (j *cookieJar) expiry(now time.Time) time.Time {
+	return j.start.Add(time.Duration(j.bucket(now)+2) * cookiePeriod)
+}

@@ -14,9 +14,12 @@
 // (package congestion), full ACKs every SYN (10 ms), light ACKs every 64 packets, ACK2, NAKs, the
 // EXP timer with keep-alives, and Shutdown. Where the reference has known weaknesses (spec §8–9) this
 // package does better, and each place says so: a keyed-MAC cookie that correctly accepts the
-// previous period, socket IDs and ISNs from crypto/rand, bounds-checked handshake fields, forged
-// ACKs and NAKs ignored instead of fatal, periodic NAK re-reports, and a Shutdown that is repeated
-// while the peer keeps talking.
+// previous period, socket IDs and ISNs from crypto/rand, bounds-checked handshake fields, a
+// replayed handshake that never makes a connection, forged ACKs and NAKs ignored instead of
+// fatal, loss detection that waits out reordering (package internal/stream, after RFC 8985) and
+// probes a silent path with backed-off two-packet probes instead of re-sending the flight,
+// periodic NAK re-reports, and a Shutdown that is repeated while the peer keeps talking.
+// Conn.Stats and Listener.Stats count what happened, the kernel's receive-buffer drops included.
 //
 // Goroutines. Each UDP socket (a multiplexer) has three: a reader that dispatches datagrams by
 // destination socket ID, a pacer that releases data packets at the times the connections'

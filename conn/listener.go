@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/netip"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/udtgo/udt/internal/packet"
@@ -26,11 +25,12 @@ type Listener struct {
 	once    sync.Once
 
 	mu      sync.Mutex
-	closed  bool              // no more connections are queued
-	byPeer  map[peerKey]*Conn // connections made from a request, for repeated requests (spec §3.2)
+	closed  bool                  // no more connections are queued
+	byPeer  map[peerKey]peerEntry // connections made from a request, open or closed (listener_stats.go)
+	pruned  time.Time             // last pruneReplays
 	deadErr error
 
-	stats listenerDrops
+	stats listenerCounters
 	obs   observer // Config.Logger (observe.go)
 }
 
@@ -39,14 +39,6 @@ type peerKey struct {
 	addr   netip.AddrPort
 	peerID uint32
 	isn    uint32
-}
-
-// listenerDrops counts handshake requests the listener dropped or refused, by reason.
-type listenerDrops struct {
-	malformed atomic.Uint64 // not a 64-byte handshake
-	badCookie atomic.Uint64 // type −1 with a cookie we did not issue (or expired)
-	badField  atomic.Uint64 // a field out of bounds (MSS, flow window, ISN, socket ID)
-	rejected  atomic.Uint64 // answered with 1002: version, socket type or full backlog
 }
 
 // Listen announces on the local UDP address and returns a Listener. network is "udp", "udp4" or
@@ -78,6 +70,15 @@ func Listen(network, address string, cfg *Config) (*Listener, error) {
 // NewListener returns a Listener on a caller's PacketConn (for sharing a socket, or for tests over
 // an in-memory network). The Listener and its connections read pc until the last of them is
 // over (see Conn.CloseContext), then leave it open; pc must not be read by anyone else meanwhile.
+//
+// What it changes on pc: nothing but its read deadline (set in the past to stop the reader at
+// the end, then cleared), except that on Linux, when pc is a *net.UDPConn, it turns on UDP_GRO
+// (batched reads; it stays on, so a later reader of pc may get several datagrams glued in one
+// read unless it turns UDP_GRO off) and SO_TIMESTAMPNS (kernel receive times). It does not
+// resize pc's kernel buffers, as Listen does for its own socket (8 MiB asked for): with the
+// kernel's default of about 208 KiB a fast transfer overflows the receive buffer, which
+// ListenerStats.KernelDrops, Stats.KernelDrops and a Config.Logger warning report; raise it with
+// pc.SetReadBuffer (the kernel caps it at net.core.rmem_max).
 func NewListener(pc net.PacketConn, cfg *Config) (*Listener, error) {
 	r, err := cfg.resolved()
 	if err != nil {
@@ -97,7 +98,7 @@ func newListener(pc net.PacketConn, own bool, cfg *Config) (*Listener, error) {
 		jar:     newCookieJar(time.Now()),
 		acceptq: make(chan *Conn, cfg.Backlog),
 		closing: make(chan struct{}),
-		byPeer:  make(map[peerKey]*Conn),
+		byPeer:  make(map[peerKey]peerEntry),
 	}
 	l.obs.initLog(cfg.Logger, "listener", m.local)
 	m.acquire()
@@ -174,11 +175,16 @@ func (l *Listener) shutdown(err error) {
 // Addr returns the listener's UDP address.
 func (l *Listener) Addr() net.Addr { return l.mux.local }
 
-// forget drops c from the repeated-request table (called when c closes).
+// forget marks c closed in the repeated-request table (called when c closes): its key is kept
+// until its cookie has expired, so that a replay of its handshake makes nothing.
 func (l *Listener) forget(k peerKey, c *Conn) {
 	l.mu.Lock()
-	if l.byPeer[k] == c {
-		delete(l.byPeer, k)
+	if e := l.byPeer[k]; e.c == c {
+		if time.Now().Before(e.replayUntil) {
+			l.byPeer[k] = peerEntry{replayUntil: e.replayUntil}
+		} else {
+			delete(l.byPeer, k)
+		}
 	}
 	l.mu.Unlock()
 }
@@ -200,10 +206,12 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 		hs.Cookie = l.jar.make(from, now)
 		hs.DstSocketID = hs.SocketID
 		hs.Timestamp = 0
+		l.stats.cookies.Add(1)
 		l.mux.writeTo(encodeHandshake(out[:], &hs), from, net.UDPAddrFromAddrPort(from))
 		return
 	case packet.ReqResponse:
 	default:
+		l.stats.notServed.Add(1)
 		return // rendezvous requests and anything else: not for a listener (spec §3.3)
 	}
 	if !l.jar.valid(from, hs.Cookie, now) {
@@ -212,6 +220,7 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 		return
 	}
 	if hs.Version != packet.Version || hs.SocketType != l.cfg.socketType() {
+		l.stats.badVersion.Add(1)
 		l.logRejected(reasonIncompatible, from, now)
 		hs.SocketType = l.cfg.socketType() // tells a peer of ours why (UDT4 reads only the type 1002)
 		l.reject(&hs, from)
@@ -230,11 +239,20 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 	if l.closed {
 		return
 	}
-	if c := l.byPeer[key]; c != nil {
-		c.answerHandshake(nil) // a repeated request gets the same answer
-		return
+	l.pruneReplays(now)
+	if e, ok := l.byPeer[key]; ok {
+		if e.c != nil {
+			l.stats.repeated.Add(1)
+			e.c.answerHandshake(nil) // a repeated request gets the same answer
+			return
+		}
+		if now.Before(e.replayUntil) {
+			l.stats.replayed.Add(1) // a closed connection's handshake: a replay
+			return
+		}
 	}
 	if len(l.acceptq) == cap(l.acceptq) {
+		l.stats.backlog.Add(1)
 		l.logRejected(reasonBacklogFull, from, now)
 		l.reject(&hs, from)
 		return
@@ -264,14 +282,14 @@ func (l *Listener) handleHandshake(b []byte, from netip.AddrPort, now time.Time)
 	resp.Timestamp = 0
 	c.hsReply = encodeHandshake(make([]byte, 0, packet.HandshakeSize), &resp)
 	c.onClose = func() { l.forget(key, c) }
-	l.byPeer[key] = c
+	l.byPeer[key] = peerEntry{c: c, replayUntil: l.jar.expiry(now)}
+	l.stats.accepted.Add(1)
 	l.acceptq <- c // never blocks: only this goroutine sends, under l.mu, and there was room
 	c.answerHandshake(nil)
 }
 
 // reject answers hs with request type 1002 (spec §3.2 steps 5 and 6).
 func (l *Listener) reject(hs *packet.Handshake, from netip.AddrPort) {
-	l.stats.rejected.Add(1)
 	r := *hs
 	r.ReqType = packet.ReqRejected
 	r.DstSocketID = hs.SocketID

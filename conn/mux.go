@@ -59,8 +59,9 @@ type mux struct {
 	deadErr    error       // set before readerDone closes when the socket failed under us
 	failing    atomic.Bool // the reader goroutine is exiting after a socket failure
 
-	drops muxDrops
-	obs   observer // Config.Logger of the socket's first user (observe.go)
+	drops     muxDrops
+	sockDrops socketDrops // the kernel's drops at the socket (ovfl.go)
+	obs       observer    // Config.Logger of the socket's first user (observe.go)
 }
 
 // addrPortConn is the allocation-free half of *net.UDPConn's API.
@@ -124,9 +125,10 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	m.scratches.New = func() any { return newSendScratch(pktSize) }
 	m.timers = newTimerQueue()
 	go m.timers.run(m)
-	if u, ok := pc.(*net.UDPConn); ok {
+	if u, ok := pc.(*net.UDPConn); ok && own {
 		setSocketBuffers(u, cfg)
 	}
+	m.initDrops()
 	go m.readLoop(pktSize)
 	return m, nil
 }
@@ -147,7 +149,8 @@ func closeWaiter(w pacer.Waiter) {
 }
 
 // setSocketBuffers asks for large kernel socket buffers (spec §3.1: UDT sets UDP_RCVBUF to 8192·MSS);
-// the kernel clamps them to its limits, which is fine.
+// the kernel clamps them to its limits, which is fine. Only for sockets the multiplexer opened
+// itself (Listen, Dial): a caller's socket keeps the sizes its owner chose.
 func setSocketBuffers(u *net.UDPConn, cfg *Config) {
 	u.SetReadBuffer(max(cfg.RecvBuffer, 4<<20))
 	u.SetWriteBuffer(4 << 20)
@@ -269,6 +272,7 @@ func (m *mux) readLoop(pktSize int) {
 			continue
 		}
 		failures = 0
+		m.checkDrops(time.Now()) // ovfl.go: at most a syscall per second
 		m.dispatchBatch(msgs[:n], &rs)
 	}
 }

@@ -57,6 +57,7 @@ const (
 	reasonOversized   // longer than the socket's packet size
 	reasonUnknownDest // for a socket ID not on this socket
 	reasonNoListener  // a connection request to a socket with no Listener
+	reasonKernelDrops // datagrams the kernel dropped at a full socket receive buffer (ovfl.go)
 	numReasons
 )
 
@@ -82,6 +83,7 @@ var reasonText = [numReasons]string{
 	reasonBacklogFull: "accept backlog full",
 	reasonShort:       "shorter than a UDT header", reasonOversized: "longer than the socket's packet size",
 	reasonUnknownDest: "unknown destination socket ID", reasonNoListener: "connection request, no Listener",
+	reasonKernelDrops: "socket receive buffer full",
 }
 
 // limiter rate-limits log lines per reason (logEvery).

@@ -15,6 +15,10 @@ type Stats struct {
 	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)
 	PktRetrans    uint64 // data packets retransmitted (pktRetransTotal)
 	PktRecvFilled uint64 // received packets that filled a gap (retransmitted or reordered)
+	PktReordered  uint64 // received packets that arrived after a packet sent later: late, not lost
+	PktSpurious   uint64 // retransmissions an ACK showed unnecessary (the receiver had the first copy)
+	LossDeferred  uint64 // NAKed packets held for the reordering window before a resend (UDT 4.11 peers)
+	LossLate      uint64 // of the packets NAKed or declared lost, those ACKed before their resend: late, not lost
 	PktSndLoss    uint64 // packets the peer reported lost to us (pktSndLossTotal)
 	PktRcvLoss    uint64 // packets detected missing here (pktRcvLossTotal)
 	PktSentACK    uint64 // full and medium ACKs sent (pktSentACKTotal)
@@ -28,24 +32,30 @@ type Stats struct {
 	ACK2Recv      uint64 // ACK2 packets received
 	KeepAliveSent uint64 // keep-alive packets sent
 	KeepAliveRecv uint64 // keep-alive packets received
-	Timeouts      uint64 // retransmission timeouts (EXP expiries with data in flight)
+	Probes        uint64 // tail-loss probes: the first timer expiry without ACK progress (two packets)
+	Timeouts      uint64 // retransmission timeouts: later expiries, each a two-packet probe, backing off ×2
+	GoBackN       uint64 // times every unacknowledged packet was re-sent, the peer answering after a timeout
+	KernelDrops   uint64 // datagrams the kernel dropped at this connection's UDP socket, its receive buffer full (Linux; shared by the socket's connections)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer
 	BytesWritten uint64 // bytes accepted by Write
 	BytesRead    uint64 // bytes returned by Read
 
-	RTT              time.Duration // smoothed round-trip time (msRTT)
-	RTTVar           time.Duration // smoothed RTT variance
-	SendPeriod       time.Duration // packet send period (STP) in use (usPktSndPeriod); 0 = unpaced
-	FlowWindow       int           // packets: the peer's advertised flow window (pktFlowWindow)
-	CongestionWindow int           // packets: the controller's window, 0 = none (pktCongestionWindow)
-	FlightSize       int           // packets sent and not yet acknowledged (pktFlightSize)
-	Bandwidth        int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2)
-	RecvRate         int           // packets/s: smoothed arrival speed the peer reports (spec §6.1)
-	LocalRecvRate    int           // packets/s: this side's arrival speed (ACK word 4)
-	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
-	RecvBufferFree   int           // packets free in the receive buffer
+	RTT               time.Duration // smoothed round-trip time (msRTT)
+	RTTVar            time.Duration // smoothed RTT variance
+	MinRTT            time.Duration // smallest time from a packet's only transmission to its ACK
+	ReorderWindow     time.Duration // how long a gap waits here before its NAK (largest reordering seen; 0 = none seen)
+	SendReorderWindow time.Duration // how long a UDT 4.11 peer's NAK waits here, after a round trip, before the resend
+	SendPeriod        time.Duration // packet send period (STP) in use (usPktSndPeriod); 0 = unpaced
+	FlowWindow        int           // packets: the peer's advertised flow window (pktFlowWindow)
+	CongestionWindow  int           // packets: the controller's window, 0 = none (pktCongestionWindow)
+	FlightSize        int           // packets sent and not yet acknowledged (pktFlightSize)
+	Bandwidth         int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2)
+	RecvRate          int           // packets/s: smoothed arrival speed the peer reports (spec §6.1)
+	LocalRecvRate     int           // packets/s: this side's arrival speed (ACK word 4)
+	SendBufferFree    int           // bytes free in the send buffer (byteAvailSndBuf)
+	RecvBufferFree    int           // packets free in the receive buffer
 
 	Drops    DropStats    // incoming packets dropped or ignored, by reason
 	Messages MessageStats // message mode (Config.MessageMode) only
@@ -69,7 +79,9 @@ func (c *Conn) Stats() Stats {
 	c.mu.Lock()
 	s := c.ep.Stats()
 	c.mu.Unlock()
-	return statsFrom(&s, c.foreignDrops.Load())
+	st := statsFrom(&s, c.foreignDrops.Load())
+	st.KernelDrops = c.mux.kernelDrops() // a syscall: not under c.mu
+	return st
 }
 
 // PacerStats returns the statistics of the pacer goroutine that times this connection's data
@@ -83,6 +95,9 @@ func (c *Conn) PacerName() string { return c.mux.pacerName }
 func statsFrom(s *stream.Stats, foreign uint64) Stats {
 	return Stats{
 		PktSent: s.PktSent, PktRecv: s.PktRecv, PktRetrans: s.PktRetrans, PktRecvFilled: s.PktRecvFilled,
+		PktReordered: s.PktReordered, PktSpurious: s.PktSpurious, LossDeferred: s.LossDeferred,
+		LossLate: s.LossDeferredAcked + s.LossUnsent, Probes: s.Probes, GoBackN: s.GoBackN,
+		MinRTT: s.MinRTT, ReorderWindow: s.RecvReorderWindow, SendReorderWindow: s.SendReorderWindow,
 		PktSndLoss: s.SndLoss, PktRcvLoss: s.RcvLoss,
 		PktSentACK: s.ACKSent, PktRecvACK: s.ACKRecv, LightACKSent: s.LightACKSent, LightACKRecv: s.LightACKRecv,
 		PktSentNAK: s.NAKSent, NAKPeriodic: s.NAKPeriodic, PktRecvNAK: s.NAKRecv,

@@ -38,6 +38,9 @@ func (r *Receiver) RemoveRange(first, last seqno.Seq) int {
 		switch {
 		case first.LessEq(e.first) && e.last.LessEq(last): // wholly inside: delete it
 			removed += seqno.Len(e.first, e.last)
+			if e.reports == 0 {
+				r.pending--
+			}
 			h := r.h
 			if r.deleteAt(i); r.h > h {
 				i++ // deleteAt shifted the ranges before i up by one: the next one is at i+1
@@ -48,6 +51,7 @@ func (r *Receiver) RemoveRange(first, last seqno.Seq) int {
 			tail := *e
 			tail.first = last.Inc()
 			e.last = first.Dec()
+			r.countNew(tail.reports, 1)
 			r.insertAt(i+1, tail)
 			r.n -= removed
 			return removed

@@ -109,8 +109,10 @@ type recvModel struct {
 }
 
 type rep struct {
-	at time.Time
-	n  int
+	at  time.Time // last report (detection while n == 0)
+	n   int
+	det time.Time
+	tag uint32
 }
 
 func (m *recvModel) sorted(from seqno.Seq) []seqno.Seq {
@@ -141,13 +143,24 @@ func FuzzReceiver(f *testing.F) {
 		now := t0
 		var dst []Range
 		for len(ops) >= 3 {
-			op, a, b := ops[0]%6, int(ops[1]), int(ops[2])
+			op, a, b := ops[0]%8, int(ops[1]), int(ops[2])
 			ops = ops[3:]
 			switch op {
-			case 0, 5: // insert a gap
+			case 0, 5: // insert a gap, reported (0) or pending (5)
 				first := base.Add(a*w/128 - w/4)
 				last := first.Add(b*w/256 - 2)
-				n, err := r.Insert(first, last, now)
+				reports, tag := 1, uint32(0)
+				if op == 5 {
+					tag = uint32(a + b)
+				}
+				var n int
+				var err error
+				if op == 0 {
+					n, err = r.Insert(first, last, now)
+				} else {
+					n, err = r.Detect(first, last, now, uint32(a+b))
+					reports = 0
+				}
 				keys := m.sorted(base)
 				want, wantErr := 0, error(nil)
 				lo, hi := first, last
@@ -162,7 +175,7 @@ func FuzzReceiver(f *testing.F) {
 				default:
 					for q := first; ; q = q.Inc() {
 						if _, ok := m.set[q]; !ok {
-							m.set[q] = rep{now, 1}
+							m.set[q] = rep{now, reports, now, tag}
 							want++
 						}
 						if q == last {
@@ -175,9 +188,16 @@ func FuzzReceiver(f *testing.F) {
 				}
 			case 1: // a packet arrives
 				q := base.Add(a*w/128 - w/4)
-				_, had := m.set[q]
-				if r.Remove(q) != had || r.Contains(q) {
-					t.Fatalf("Remove(%d) want %v", q, had)
+				me, had := m.set[q]
+				if b&1 == 0 {
+					if r.Remove(q) != had || r.Contains(q) {
+						t.Fatalf("Remove(%d) want %v", q, had)
+					}
+				} else {
+					e, ok := r.Take(q)
+					if ok != had || r.Contains(q) || ok && (e.Reports != me.n || !e.Detected.Equal(me.det) || !e.LastReport.Equal(me.at) || e.Tag != me.tag) {
+						t.Fatalf("Take(%d) = %+v, %v want %+v, %v", q, e, ok, me, had)
+					}
 				}
 				delete(m.set, q)
 			case 2: // ACK point
@@ -201,11 +221,11 @@ func FuzzReceiver(f *testing.F) {
 				for _, rg := range dst {
 					for q := rg.First; ; q = q.Inc() {
 						e, ok := m.set[q]
-						if !ok || now.Sub(e.at) < interval {
-							t.Fatalf("Due returned %d (in model %v, last %v)", q, ok, e.at)
+						if !ok || e.n == 0 || now.Sub(e.at) < interval {
+							t.Fatalf("Due returned %d (in model %v, last %v, reports %d)", q, ok, e.at, e.n)
 						}
 						got[q] = true
-						m.set[q] = rep{now, e.n + 1}
+						m.set[q] = rep{now, e.n + 1, e.det, e.tag}
 						if q == rg.Last {
 							break
 						}
@@ -213,8 +233,49 @@ func FuzzReceiver(f *testing.F) {
 				}
 				if limit == 0 || len(dst) < limit {
 					for q, e := range m.set {
-						if !got[q] && now.Sub(e.at) >= interval {
+						if !got[q] && e.n > 0 && now.Sub(e.at) >= interval {
 							t.Fatalf("Due missed %d", q)
+						}
+					}
+				}
+			case 7: // a message drop request gives a range up
+				first := base.Add(a*w/128 - w/4)
+				last := first.Add(b * w / 256)
+				want := 0
+				for q := range m.set {
+					if seqno.Offset(first, q) >= 0 && seqno.Offset(q, last) >= 0 {
+						delete(m.set, q)
+						want++
+					}
+				}
+				if n := r.RemoveRange(first, last); n != want {
+					t.Fatalf("RemoveRange(%d, %d) = %d, want %d", first, last, n, want)
+				}
+			case 6: // gaps that outlived the reordering window
+				wait := time.Duration(b) * time.Millisecond
+				limit := a % 4
+				dst = r.Pending(now, wait, dst[:0], limit)
+				if limit > 0 && len(dst) > limit {
+					t.Fatalf("Pending returned %d > limit %d", len(dst), limit)
+				}
+				got := map[seqno.Seq]bool{}
+				for _, rg := range dst {
+					for q := rg.First; ; q = q.Inc() {
+						e, ok := m.set[q]
+						if !ok || e.n != 0 || now.Sub(e.det) < wait {
+							t.Fatalf("Pending returned %d (in model %v, detected %v, reports %d)", q, ok, e.det, e.n)
+						}
+						got[q] = true
+						m.set[q] = rep{now, 1, e.det, e.tag}
+						if q == rg.Last {
+							break
+						}
+					}
+				}
+				if limit == 0 || len(dst) < limit {
+					for q, e := range m.set {
+						if !got[q] && e.n == 0 && now.Sub(e.det) >= wait {
+							t.Fatalf("Pending missed %d", q)
 						}
 					}
 				}
@@ -228,11 +289,23 @@ func FuzzReceiver(f *testing.F) {
 			if ok != (len(keys) > 0) || ok && f != keys[0] {
 				t.Fatalf("First %d,%v", f, ok)
 			}
-			i := 0
+			var earliest time.Time
+			for _, me := range m.set {
+				if me.n == 0 && (earliest.IsZero() || me.det.Before(earliest)) {
+					earliest = me.det
+				}
+			}
+			if np, ok := r.NextPending(); ok != !earliest.IsZero() || ok && !np.Equal(earliest) {
+				t.Fatalf("NextPending %v,%v want %v", np, ok, earliest)
+			}
+			i, pending := 0, 0
 			for _, e := range r.Entries(nil) {
+				if e.Reports == 0 {
+					pending++
+				}
 				for q := e.First; ; q = q.Inc() {
 					me := m.set[q]
-					if i >= len(keys) || keys[i] != q || !me.at.Equal(e.LastReport) || me.n != e.Reports {
+					if i >= len(keys) || keys[i] != q || !me.at.Equal(e.LastReport) || me.n != e.Reports || !me.det.Equal(e.Detected) || me.tag != e.Tag {
 						t.Fatalf("entry %+v disagrees with model at %d", e, q)
 					}
 					i++
@@ -240,6 +313,9 @@ func FuzzReceiver(f *testing.F) {
 						break
 					}
 				}
+			}
+			if pending != r.PendingLen() {
+				t.Fatalf("PendingLen %d, entries say %d", r.PendingLen(), pending)
 			}
 		}
 	})

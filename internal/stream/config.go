@@ -24,8 +24,9 @@ const (
 	// minRTO is the floor of the retransmission timeouts after the tail-loss probe (UDT 4.11 uses
 	// 300 ms because its timers are scanned every ~100 ms, spec §4.1; ours are exact).
 	minRTO = 100 * time.Millisecond
-	// maxRTOBackoff caps the RTO multiplier N.
-	maxRTOBackoff = 16
+	// maxRTO caps the backed-off retransmission timeout: RFC 6298 §2.5 allows a cap of at least
+	// 60 s (the idle timeout, 10 s by default, ends a silent connection long before).
+	maxRTO = 60 * time.Second
 	// keepAliveEvery is the longest silence before a keep-alive is sent (SRT's 1 s, spec §9.5).
 	keepAliveEvery = time.Second
 	// ackHistory is the number of ACKs remembered for ACK2 matching (UDT4 keeps 1024; 256 ACKs

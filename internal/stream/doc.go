@@ -53,16 +53,24 @@
 //   - Periodic NAK (draft-gg-udt-03 §4.4; removed from UDT 4.9+, restored here): while the
 //     receiver loss list is non-empty, every NAK interval/4 the ranges last reported at least one
 //     NAK interval ago, 4·RTT + RTTVar + SYN, are reported again (lowest first, as many as fit in
-//     one packet).
+//     one packet), but not again before something is heard from the peer (a dead path gets one).
+//   - Reordering windows (reorder.go): a gap waits the receiver's reordering window before its
+//     NAK, and a NAKed packet sent less than minRTT + the sender's window ago waits that long
+//     before its resend (a UDT 4.11 receiver NAKs at once); both windows are 0 until reordering
+//     is observed and then the largest reordering extent observed (RFC 8985 RACK's time-based
+//     window, SRT's reorder tolerance), so the controller is told of losses, not of reordering.
 //   - Retransmission timer (spec §4.5, adapted; UDT4's EXP): armed while data is unacknowledged.
 //     Its first expiry, max(RTT + 4·RTTVar + SYN, 2·SYN) after the last ACK progress, is a
-//     tail-loss probe: the first unacknowledged and the last sent packet are retransmitted (the
-//     receiver's ACK names the former as missing; the latter exposes a lost tail to the receiver's
-//     immediate NAK), without telling the controller. Each later expiry, N·max(RTT + 4·RTTVar + SYN,
-//     100 ms) after the previous one (N = expiries so far, capped at 16), is a retransmission
-//     timeout that tells the controller (OnTimeout): the second probes again, the third and later
-//     re-queue every unacknowledged packet (UDT4's go-back-N, for peers that do not re-report
-//     losses). A controller's RTO replaces both intervals.
+//     tail-loss probe (RFC 8985 §7, RFC 9002 §6.2): the first unacknowledged and the last sent
+//     packet are retransmitted (the receiver's ACK names the former as missing; the latter exposes
+//     a lost tail to the receiver's loss detection), without telling the controller. Each later
+//     expiry, max(RTT + 4·RTTVar + SYN, 100 ms)·2^(N−2) after the previous one (N = expiries so
+//     far: exponential backoff, RFC 6298 §5.5, at most 60 s), is a retransmission timeout that
+//     tells the controller (OnTimeout) and probes again with the same two packets; once the peer
+//     answers (an ACK or NAK) after the third expiry or a later one, every unacknowledged packet
+//     is re-queued (UDT4's go-back-N, for peers that do not re-report losses), once per expiry. A dead path thus
+//     costs two packets per expiry with the intervals doubling, not a flight each time. A
+//     controller's RTO replaces both bases.
 //   - Keep-alive: sent when nothing was sent for T = min(1 s, IdleTimeout/8) (SRT-style; UDT4 sends
 //     one per EXP expiry while idle, about every 0.3 s). A keep-alive from the peer is answered at
 //     once when nothing was sent for 3T/4, after which our own timer waits 2T: the two ends settle
@@ -95,4 +103,12 @@
 //     (Config.Messages, message.go) keeps whole messages, with its own departures listed there.
 //   - The packet pair's second packet takes the next slot of the pacing schedule, so pairs do not
 //     raise the average rate (UDT4 sends it for free).
+//   - Gaps wait a reordering window before their NAK, and NAKed packets a window before their
+//     resend (reorder.go); the controller hears only of packets declared lost.
+//   - When the receive buffer holds fewer than 512 packets, the light ACK every 64 packets is
+//     replaced by a window update every RecvBuffer/8 packets, so a window-limited sender gets its
+//     credit back within a round trip instead of once per SYN (flow.go).
+//   - Full ACKs' receive rate and capacity measured over a pause of the sender for data are
+//     ignored unless higher than the current estimate, and the controller sees 0 (unknown)
+//     instead of UDT4's pre-load (16 and 1 packets/s) until one has been taken (applimit.go).
 package stream

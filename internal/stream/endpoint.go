@@ -46,6 +46,14 @@ type Endpoint struct {
 	rtoCount       int
 	rtoRepair      seqno.Seq          // the ACK number the last expiry's re-sent first packet alone would give
 	rtoRepairing   bool               // rtoRepair is set and no ACK has gone past it yet
+	rtoGoBack      bool               // a retransmission timeout passed: go back N when the peer answers
+	awaitingPeer   bool               // the timer expired and nothing has been heard since: no new data
+	sent           sentLog            // send times of the packets in flight (sentlog.go)
+	sro            sndReorder         // the sender's reordering window and deferred losses (reorder.go)
+	sndPaused      bool               // Release stopped with no data written (applimit.go)
+	pauseSet       bool               // pauseSeq is set
+	pauseSeq       seqno.Seq          // the first packet sent after the last such pause
+	rateMeasured   [2]bool            // the peer's receive rate, capacity: a measurement was folded in
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
@@ -54,24 +62,26 @@ type Endpoint struct {
 	// Receiver (spec §4.4). rcv holds the window: rcv.ReadSeq() is the first sequence number not
 	// yet consumed by Read, rcv.AckSeq() the first missing one (the ACK number), rcv.Cap() the
 	// acceptance window (RecvBuffer packets).
-	rcv            *buffer.RecvBuffer
-	rloss          *losslist.Receiver
-	lrsn           seqno.Seq     // largest received sequence number
-	rcvLastAck     seqno.Seq     // ACK number of the last full or medium ACK sent
-	rcvLastAckAck  seqno.Seq     // largest ACK number confirmed by an ACK2
-	lastACKTime    time.Duration // last full or medium ACK sent
-	lastFullACK    time.Duration
-	ackForce       bool // an ACK is due at once (short packet, controller interval)
-	ackRepeats     int  // consecutive timer ACKs carrying the same unconfirmed number
-	pktsSinceACK   int
-	pktsSinceLight int
-	advertised     int // flow window in the last ACK sent
-	acks           *rtt.History
-	arrivals       *arrival.Estimator
-	nakTick        time.Duration // last periodic NAK check
-	nak            packet.NAK
-	dueRanges      []losslist.Range
-	msgs           msgState // message mode (message.go)
+	rcv             *buffer.RecvBuffer
+	rloss           *losslist.Receiver
+	lrsn            seqno.Seq     // largest received sequence number
+	rcvLastAck      seqno.Seq     // ACK number of the last full or medium ACK sent
+	rcvLastAckAck   seqno.Seq     // largest ACK number confirmed by an ACK2
+	lastACKTime     time.Duration // last full or medium ACK sent
+	lastFullACK     time.Duration
+	ackForce        bool // an ACK is due at once (short packet, controller interval)
+	ackRepeats      int  // consecutive timer ACKs carrying the same unconfirmed number
+	pktsSinceACK    int
+	pktsSinceLight  int
+	advertised      int // flow window in the last ACK sent
+	acks            *rtt.History
+	arrivals        *arrival.Estimator
+	nakTick         time.Duration // last periodic NAK check
+	lastPeriodicNAK time.Duration // last periodic NAK sent
+	nak             packet.NAK
+	dueRanges       []losslist.Range
+	rro             rcvReorder // the receiver's reordering window (reorder.go)
+	msgs            msgState   // message mode (message.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)
@@ -125,6 +135,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Strict: cfg.StrictPacing, Tolerance: cfg.PacingTolerance})
 	e.sndLastDataAck = isn
+	e.sent = newSentLog(isn, e.snd.Cap())
 	e.dlv = newDeliveryTracker(isn, e.snd.Cap())
 	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
 	e.rtoBase = t
@@ -143,6 +154,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.acks = rtt.NewHistory(ackHistory)
 
 	e.lastRecv, e.lastSend = t, t
+	e.sndPaused = true // nothing written yet: the first packet follows a pause (applimit.go)
 	e.kaReplied, e.kaTimer = -1, -1
 	e.lastACKTime, e.lastFullACK = t, t
 
@@ -294,6 +306,8 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 	}
 	if e.active() {
 		e.checkACK(t, now)
+		e.checkPendingNAK(t, now)
+		e.checkDeferred(t, now)
 	}
 	e.settle(t)
 }

@@ -38,6 +38,20 @@ func (e *Endpoint) invariants() error {
 	if e.flowWindow < 0 || e.flowWindow > e.cfg.PeerFlowWindow {
 		return fmt.Errorf("flow window %d", e.flowWindow)
 	}
+	if e.sent.base != e.sndLastAck() || e.sent.n != e.inFlight() {
+		return fmt.Errorf("send log from %d holds %d, in flight %d from %d", e.sent.base, e.sent.n, e.inFlight(), e.sndLastAck())
+	}
+	if d := e.sro.deferred; d != nil && d.Len() > 0 {
+		if s, _ := d.Front(); seqno.Offset(e.sndLastAck(), s) < 0 || d.Len() > e.inFlight() {
+			return fmt.Errorf("deferred %d from %d, in flight %d from %d", d.Len(), s, e.inFlight(), e.sndLastAck())
+		}
+	}
+	if e.rloss.PendingLen() > e.rloss.Ranges() {
+		return fmt.Errorf("%d pending ranges of %d", e.rloss.PendingLen(), e.rloss.Ranges())
+	}
+	if w := e.rcvReorderWindow(); w < 0 || w > max(e.rtt.RTT(), SYN) {
+		return fmt.Errorf("receiver reordering window %v", w)
+	}
 	return nil
 }
 

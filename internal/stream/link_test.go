@@ -28,14 +28,15 @@ func (c *fixedCC) State() congestion.State {
 
 // linkRules shape one direction of the in-test link.
 type linkRules struct {
-	delay   time.Duration // one-way propagation delay
-	rate    int64         // bytes/s serialisation rate, 0 = infinite
-	queue   int           // drop-tail queue limit in packets when rate > 0 (0 = 1000)
-	loss    float64       // probability a packet is lost
-	dup     float64       // probability a packet is duplicated
-	reorder float64       // probability a packet is held back by up to 4·delay+1ms extra
-	dropNAK bool          // drop every NAK
-	drop    func(b []byte) bool
+	delay     time.Duration // one-way propagation delay
+	rate      int64         // bytes/s serialisation rate, 0 = infinite
+	queue     int           // drop-tail queue limit in packets when rate > 0 (0 = 1000)
+	loss      float64       // probability a packet is lost
+	dup       float64       // probability a packet is duplicated
+	reorder   float64       // probability a packet is held back by up to 4·delay+1ms extra
+	reorderBy time.Duration // if set, a reordered packet is held back exactly this long instead
+	dropNAK   bool          // drop every NAK
+	drop      func(b []byte) bool
 }
 
 type inflightPkt struct {
@@ -76,9 +77,10 @@ type link struct {
 	sent      [2]int
 	lost      [2]int
 	pool      [][]byte
-	wakes     [2]int                     // OnTimer calls per endpoint
-	delivered [2]time.Time               // last delivery to each endpoint
-	inject    func(i int, now time.Time) // called every step, may feed packets to ep[i]
+	wakes     [2]int                                // OnTimer calls per endpoint
+	delivered [2]time.Time                          // last delivery to each endpoint
+	inject    func(i int, now time.Time)            // called every step, may feed packets to ep[i]
+	onDeliver func(to int, now time.Time, b []byte) // called before each delivery (b only during the call)
 	// lazy arms timers as a pacer that only moves them earlier would: moved only earlier after
 	// engine calls, re-read when they fire, so a postponed deadline still wakes the endpoint.
 	// Otherwise they are armed exactly, as conn does.
@@ -152,7 +154,11 @@ func (l *link) send(i int, b []byte) {
 		}
 		at = at.Add(r.delay)
 		if r.reorder > 0 && l.rng.Float64() < r.reorder {
-			at = at.Add(time.Duration(l.rng.Int64N(int64(4*r.delay + time.Millisecond))))
+			if r.reorderBy > 0 {
+				at = at.Add(r.reorderBy)
+			} else {
+				at = at.Add(time.Duration(l.rng.Int64N(int64(4*r.delay + time.Millisecond))))
+			}
 		}
 		p := append(l.buf(), b...)
 		heap.Push(&l.q, inflightPkt{at: at, n: l.n, to: 1 - i, buf: p})
@@ -254,6 +260,9 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			p := heap.Pop(&l.q).(inflightPkt)
 			if l.rules[1-p.to].rate > 0 {
 				l.inQ[1-p.to]--
+			}
+			if l.onDeliver != nil {
+				l.onDeliver(p.to, l.now, p.buf)
 			}
 			l.ep[p.to].HandlePacket(l.now, p.buf)
 			l.flush(p.to)

@@ -289,6 +289,7 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	}
 	if first != last {
 		e.sloss.RemoveRange(first, last.Dec()) // the last packet still goes, as a stub
+		e.forgetDeferred(first, last.Dec())    // nor is any of them resent after its reordering wait
 	}
 	if used := e.sndCurrSeq(); seqno.Offset(used, last) > 0 {
 		last = used

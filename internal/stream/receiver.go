@@ -21,6 +21,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.cc.OnPacketReceived(now, uint32(seq), len(b))
 	e.arrivals.OnArrival(now, seq)
 	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
+	ts := be.Uint32(b[8:])
 	switch err := e.insert(seq, b, payload); err {
 	case nil:
 	case buffer.ErrBeyondWindow:
@@ -28,31 +29,22 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		return
 	default: // ErrTooOld (already read) or ErrDuplicate; ErrLength was checked above
 		e.stats.Drops.Duplicate++
+		e.onDuplicate(t, seq, ts)
 		return
 	}
 	e.stats.BytesRecv += uint64(len(payload))
 	e.traceReceived(seq, len(payload))
 	if d := seqno.Offset(e.lrsn, seq); d > 1 {
-		// A gap: [lrsn+1, seq−1] is lost. Report it at once (spec §2.4 immediate NAK).
+		// A gap: [lrsn+1, seq−1] is missing. It is reported once it has outlived the reordering
+		// window (at once while the window is zero: spec §2.4's immediate NAK); reorder.go.
 		first, last := e.lrsn.Inc(), seq.Dec()
 		e.lrsn = seq
-		n, err := e.rloss.Insert(first, last, now)
-		if err != nil { // cannot happen: every gap lies within the receive window
-			e.stats.Drops.OutOfWindow++
-		} else {
-			e.stats.RcvLoss += uint64(n)
-			e.traceGap(first, last, n)
-			if e.rloss.Len() == n {
-				e.nakTick = t // the periodic NAK starts with the first loss
-			}
-			e.nak.Ranges = append(e.nak.Ranges[:0], packet.SeqRange{First: uint32(first), Last: uint32(last)})
-			e.sendNAK(t)
-		}
+		e.onGap(t, now, first, last, ts)
 	} else if d == 1 {
 		e.lrsn = seq
 	} else {
 		e.stats.PktRecvFilled++
-		e.rloss.Remove(seq)
+		e.onFill(t, now, seq, ts)
 	}
 	if len(payload) < e.payloadSize {
 		e.ackForce = true // UDT4 ACKs right after a short packet (spec §4.4 step 6)
@@ -62,8 +54,8 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.ackForce = true
 	}
 	e.pktsSinceLight++
-	if e.pktsSinceLight >= lightACKEvery && !e.ackForce {
-		e.sendLightACK(t)
+	if e.pktsSinceLight >= e.selfClockEvery() && !e.ackForce {
+		e.sendSelfClockACK(t) // flow.go
 	}
 }
 
@@ -198,12 +190,17 @@ func (e *Endpoint) nakInterval() time.Duration { return 4*e.rtt.RTT() + e.rtt.RT
 func (e *Endpoint) nakCheckEvery() time.Duration { return e.nakInterval() / 4 }
 
 // checkNAK re-reports the ranges that have been missing for at least one NAK interval since their
-// last report, lowest first, as many as fit in one packet.
+// last report, lowest first, as many as fit in one packet. Nothing is re-reported while nothing
+// has been heard from the peer since the previous re-report: a silent peer gets one, not one per
+// interval until the idle timeout.
 func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
 	if e.rloss.Len() == 0 || t < e.nakTick+e.nakCheckEvery() {
 		return
 	}
 	e.nakTick = t
+	if e.stats.NAKPeriodic > 0 && e.lastRecv <= e.lastPeriodicNAK {
+		return
+	}
 	e.dueRanges = e.rloss.Due(now, e.nakInterval(), e.dueRanges[:0], cap(e.nak.Ranges))
 	if len(e.dueRanges) == 0 {
 		return
@@ -212,7 +209,9 @@ func (e *Endpoint) checkNAK(t time.Duration, now time.Time) {
 	for _, r := range e.dueRanges {
 		e.nak.Ranges = append(e.nak.Ranges, packet.SeqRange{First: uint32(r.First), Last: uint32(r.Last)})
 	}
+	e.markNAK()
 	e.sendNAK(t)
+	e.lastPeriodicNAK = t
 	e.stats.NAKPeriodic++
 	e.traceNAKSent()
 }

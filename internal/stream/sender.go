@@ -34,6 +34,9 @@ func (e *Endpoint) sendable() bool {
 	if e.sloss.Len() > 0 {
 		return true
 	}
+	if e.awaitingPeer {
+		return false // no new data into a path silent since a timer expiry (timers.go)
+	}
 	if e.snd.Unsent() == 0 {
 		return false
 	}
@@ -104,6 +107,7 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 		e.expireMessages(t)
 		if !e.sendable() {
 			e.pairNext = false
+			e.notePause() // applimit.go
 			e.noteAppLimited()
 			e.blocked = true
 			return n, time.Time{}
@@ -157,6 +161,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		}
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
 		probe = seq&0xF == 0
+		e.noteFirstAfterPause(seq)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
 	l := headerSize + copy(b[headerSize:], payload)
@@ -164,6 +169,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		l = e.messageHeader(b, seq, msg, l)
 	}
 	e.lastSend = t
+	e.sent.onSend(seq, t, retrans)
 	e.stats.PktSent++
 	e.stats.BytesSent += uint64(len(payload))
 	if retrans {
@@ -191,6 +197,7 @@ func (e *Endpoint) addLoss(first, last seqno.Seq) int {
 // advanceAck acknowledges everything before ack (sndLastAck < ack ≤ sndCurrSeq+1): frees the send
 // buffer and drops those numbers from the loss list.
 func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
+	e.ackSent(t, ack)
 	if _, err := e.snd.Ack(ack); err != nil { // validated by the callers: cannot happen
 		e.stats.Drops.ForgedACK++
 		return
@@ -207,6 +214,7 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 	}
 	e.rtoCount = 0
 	e.rtoRepairing = false
+	e.rtoGoBack = false
 }
 
 // onACK processes an ACK (spec §2.3, §6.3). It returns false if the packet was dropped.
@@ -230,6 +238,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 			e.traceACKReceived()
 		}
+		e.peerAnswered()
 		e.deliveryDone(t, now)
 		return true
 	}
@@ -243,6 +252,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 		}
 	}
+	e.peerAnswered()
 	e.deliveryDone(t, now)
 	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
@@ -250,11 +260,12 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 	e.sndLastDataAck = ack
 	peerRTT := e.rttPeerField(a.RTT, a.RTTVar)
 	if a.Form == packet.ACKFull {
-		e.peerRates.OnFullACK(a.RecvRate, a.Capacity)
+		e.foldPeerRates(ack, a.RecvRate, a.Capacity) // applimit.go
 	}
+	rcvRate, bandwidth := e.measuredPeerRates()
 	e.cc.OnACK(now, congestion.ACK{
 		Seq: uint32(ack), RTT: e.rtt.RTT(), RTTVar: e.rtt.RTTVar(), PeerRTT: peerRTT,
-		RecvRate: e.peerRates.RcvRate, Bandwidth: e.peerRates.Bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
+		RecvRate: rcvRate, Bandwidth: bandwidth, CurrSeq: uint32(e.sndCurrSeq()),
 	})
 	e.applyCC()
 	e.traceACKReceived()
@@ -278,26 +289,26 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 		return false
 	}
 	e.nakRanges = rs
-	lr := e.lossRanges[:0]
 	curr, lastAck := e.sndCurrSeq(), e.sndLastAck()
 	for _, r := range rs {
 		if seqno.Offset(seqno.SeqFromWire(r.Last), curr) < 0 || seqno.Offset(lastAck, seqno.SeqFromWire(r.First)) < -maxWindow {
 			e.stats.Drops.ForgedNAK++
 			return false
 		}
-		lr = append(lr, congestion.Range{First: r.First, Last: r.Last})
 	}
-	e.lossRanges = lr
 	e.stats.NAKRecv++
+	t := e.since(now)
 	e.traceNAKReceived(rs)
 	e.dlv.begin()
-	for _, r := range rs {
-		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
+	// Only packets declared lost after the reordering window reach the controller (reorder.go).
+	lr := e.declareNAKLosses(t, rs, be.Uint32(b[4:])&nakWaited != 0)
+	e.peerAnswered()
+	e.nakFrontier(t, rs)
+	e.deliveryDone(t, now)
+	if len(lr) > 0 {
+		e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
+		e.applyCC()
 	}
-	e.nakFrontier(e.since(now), rs)
-	e.deliveryDone(e.since(now), now)
-	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
-	e.applyCC()
 	return true
 }
 

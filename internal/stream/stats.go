@@ -5,47 +5,56 @@ import "time"
 // Stats are the connection's counters, after UDT4's perfmon (spec §7.4), plus byte counts and
 // drops by reason. Counters are totals since New.
 type Stats struct {
-	PktSent          uint64 // data packets sent, retransmissions included (pktSentTotal)
-	PktRecv          uint64 // data packets received, duplicates included (pktRecvTotal)
-	PktRetrans       uint64 // data packets retransmitted (pktRetransTotal)
-	PktRecvFilled    uint64 // received packets that filled a gap (retransmitted or reordered)
-	SndLoss          uint64 // packets the peer reported lost (pktSndLossTotal)
-	RcvLoss          uint64 // packets detected missing here (pktRcvLossTotal)
-	ACKSent          uint64 // full and medium ACKs sent (pktSentACKTotal)
-	ACKRecv          uint64 // full and medium ACKs received (pktRecvACKTotal)
-	LightACKSent     uint64
-	LightACKRecv     uint64
-	WindowUpdates    uint64 // ACKs sent because Read freed receive buffer
-	NAKSent          uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
-	NAKPeriodic      uint64 // NAK packets sent by the periodic re-report
-	NAKRecv          uint64 // NAK packets accepted (pktRecvNAKTotal)
-	ACK2Sent         uint64
-	ACK2Recv         uint64
-	KeepAliveSent    uint64
-	KeepAliveRecv    uint64
-	KeepAliveAnswers uint64 // keep-alives sent in answer to the peer's (included in KeepAliveSent)
-	CtrlSent         uint64 // control packets of every type sent
-	Probes           uint64 // tail-loss probes (first timer expiry without ACK progress)
-	Timeouts         uint64 // retransmission timeouts (later expiries: go-back-N, Controller.OnTimeout)
-	EncodeErrors     uint64 // control packets our encoder refused (a bug if non-zero)
-	CtrlQueueDrops   uint64 // control packets dropped because the caller did not drain PopControl (a bug if non-zero)
+	PktSent           uint64 // data packets sent, retransmissions included (pktSentTotal)
+	PktRecv           uint64 // data packets received, duplicates included (pktRecvTotal)
+	PktRetrans        uint64 // data packets retransmitted (pktRetransTotal)
+	PktRecvFilled     uint64 // received packets that filled a gap (retransmitted or reordered)
+	PktReordered      uint64 // received packets that arrived after a packet sent later: late, not lost
+	PktSpurious       uint64 // retransmissions an ACK showed unnecessary (it came sooner than a round trip after them)
+	SndLoss           uint64 // packets declared lost from the peer's NAKs and put in the loss list (pktSndLossTotal)
+	LossDeferred      uint64 // NAKed packets held for the sender's reordering window before a resend
+	LossDeferredAcked uint64 // of which acknowledged within it: late, not lost (never resent)
+	LossUnsent        uint64 // packets declared lost that an ACK covered before their resend left: late
+	RcvLoss           uint64 // packets reported missing here, after the reordering window (pktRcvLossTotal)
+	ACKSent           uint64 // full and medium ACKs sent (pktSentACKTotal)
+	ACKRecv           uint64 // full and medium ACKs received (pktRecvACKTotal)
+	LightACKSent      uint64
+	LightACKRecv      uint64
+	WindowUpdates     uint64 // window-only ACKs: Read freed receive buffer, or a small buffer's self-clock (flow.go)
+	NAKSent           uint64 // NAK packets sent (pktSentNAKTotal), periodic ones included
+	NAKPeriodic       uint64 // NAK packets sent by the periodic re-report
+	NAKRecv           uint64 // NAK packets accepted (pktRecvNAKTotal)
+	ACK2Sent          uint64
+	ACK2Recv          uint64
+	KeepAliveSent     uint64
+	KeepAliveRecv     uint64
+	KeepAliveAnswers  uint64 // keep-alives sent in answer to the peer's (included in KeepAliveSent)
+	CtrlSent          uint64 // control packets of every type sent
+	Probes            uint64 // tail-loss probes (first timer expiry without ACK progress)
+	Timeouts          uint64 // retransmission timeouts (later expiries, each a probe and Controller.OnTimeout)
+	GoBackN           uint64 // times every unacknowledged packet was re-queued, the peer answering after a timeout
+	EncodeErrors      uint64 // control packets our encoder refused (a bug if non-zero)
+	CtrlQueueDrops    uint64 // control packets dropped because the caller did not drain PopControl (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer
 	BytesWritten uint64 // bytes accepted by Write
 	BytesRead    uint64 // bytes returned by Read
 
-	RTT              time.Duration // smoothed RTT (msRTT)
-	RTTVar           time.Duration // smoothed RTT variance
-	SendPeriod       time.Duration // packet send period in use (usPktSndPeriod); 0 = unpaced
-	FlowWindow       int           // packets: the peer's advertised flow window (pktFlowWindow)
-	CongestionWindow int           // packets: the controller's window, 0 = none (pktCongestionWindow)
-	FlightSize       int           // packets sent and not acknowledged (pktFlightSize)
-	Bandwidth        int           // packets/s: smoothed link capacity from the peer's ACKs
-	RecvRate         int           // packets/s: smoothed peer arrival speed from its ACKs
-	LocalRecvRate    int           // packets/s: this receiver's arrival speed (ACK word 4)
-	SendBufferFree   int           // bytes free in the send buffer (byteAvailSndBuf)
-	RecvBufferFree   int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
+	RTT               time.Duration // smoothed RTT (msRTT)
+	RTTVar            time.Duration // smoothed RTT variance
+	MinRTT            time.Duration // sender: smallest time from a packet's only transmission to its ACK
+	RecvReorderWindow time.Duration // how long a gap waits here before its NAK (reorder.go)
+	SendReorderWindow time.Duration // how long after a round trip a NAKed packet waits before its resend
+	SendPeriod        time.Duration // packet send period in use (usPktSndPeriod); 0 = unpaced
+	FlowWindow        int           // packets: the peer's advertised flow window (pktFlowWindow)
+	CongestionWindow  int           // packets: the controller's window, 0 = none (pktCongestionWindow)
+	FlightSize        int           // packets sent and not acknowledged (pktFlightSize)
+	Bandwidth         int           // packets/s: smoothed link capacity from the peer's ACKs
+	RecvRate          int           // packets/s: smoothed peer arrival speed from its ACKs
+	LocalRecvRate     int           // packets/s: this receiver's arrival speed (ACK word 4)
+	SendBufferFree    int           // bytes free in the send buffer (byteAvailSndBuf)
+	RecvBufferFree    int           // packets free in the receive buffer (byteAvailRcvBuf / MSS)
 
 	Drops    Drops
 	Messages MessageStats // message mode (Config.Messages) only
@@ -67,6 +76,8 @@ type Drops struct {
 func (e *Endpoint) Stats() Stats {
 	s := e.stats
 	s.RTT, s.RTTVar = e.rtt.RTT(), e.rtt.RTTVar()
+	s.MinRTT = e.sro.minRTT
+	s.RecvReorderWindow, s.SendReorderWindow = e.rcvReorderWindow(), e.sndReorderWindow()
 	s.SendPeriod = e.period
 	s.FlowWindow = e.flowWindow
 	s.CongestionWindow = e.cwnd

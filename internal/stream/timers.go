@@ -3,10 +3,11 @@ package stream
 import "time"
 
 // rtoInterval is the time from the last ACK progress (or the previous expiry) to the next
-// expiry of the retransmission timer (spec §4.5, adapted). The first expiry is a tail-loss probe
-// after max(RTT + 4·RTTVar + SYN, 2·SYN); later ones are retransmission timeouts after
-// N·max(RTT + 4·RTTVar + SYN, 100 ms), N = the number of expiries so far (at most 16). A
-// controller's RTO replaces both (and caps the probe).
+// expiry of the retransmission timer. The first expiry is a tail-loss probe after
+// PTO = max(RTT + 4·RTTVar + SYN, 2·SYN) (RFC 9002 §6.2.1 with max_ack_delay = SYN, the
+// receiver's ACK period; RFC 8985 §7). Expiry n ≥ 2 is a retransmission timeout after
+// RTO·2^(n−2), RTO = max(RTT + 4·RTTVar + SYN, minRTO) (RFC 6298 §2, §5.5: the timer backs off
+// exponentially), at most maxRTO. A controller's RTO replaces both bases (and caps the probe).
 func (e *Endpoint) rtoInterval() time.Duration {
 	base := e.rtt.Timeout() + SYN
 	if e.rtoCount == 0 {
@@ -16,10 +17,14 @@ func (e *Endpoint) rtoInterval() time.Duration {
 		}
 		return pto
 	}
+	rto := max(base, minRTO)
 	if e.ccRTO > 0 {
-		return e.ccRTO
+		rto = e.ccRTO
 	}
-	return time.Duration(min(e.rtoCount, maxRTOBackoff)) * max(base, minRTO)
+	for i := 1; i < e.rtoCount && rto < maxRTO; i++ {
+		rto *= 2
+	}
+	return min(rto, maxRTO)
 }
 
 // OnTimer runs every timer that is due at now: dead-peer detection, the ACK timer, the periodic
@@ -38,7 +43,9 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		return
 	}
 	e.checkACK(t, now)
+	e.checkPendingNAK(t, now)
 	e.checkNAK(t, now)
+	e.checkDeferred(t, now)
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
 	}
@@ -100,25 +107,30 @@ func (e *Endpoint) answerKeepAlive(t time.Duration) {
 
 // onRTO handles an expiry of the retransmission timer with data in flight.
 //
-// The first expiry without ACK progress is a tail-loss probe: it retransmits the first
-// unacknowledged packet (the receiver's ACK names it as missing) and the last one sent (if the
-// tail was lost, its arrival exposes the gap to the receiver's immediate NAK). It costs at most two
-// packets when spurious, so it does not tell the controller.
-//
-// Every further expiry is a retransmission timeout and tells the controller (OnTimeout, spec
-// §5.4). The second probes again; from the third on, all unacknowledged packets go back into the
-// loss list (UDT4's go-back-N at every expiry, spec §4.5): a receiver that re-reports its losses
-// periodically, as ours does, never needs it, but a UDT 4.9+ peer does not re-report, so a lost
-// NAK or retransmission is otherwise recovered one hole per expiry. Nothing is re-queued while
-// the loss list is non-empty (retransmissions are still pending).
+// Every expiry sends a probe of at most two packets, never the flight: the first unacknowledged
+// packet (the receiver's ACK names it as missing) and the last one sent (if the tail was lost,
+// its arrival exposes the gap to the receiver's loss detection), unless retransmissions are
+// still queued (they go first and probe as well). The first expiry is a tail-loss probe (RFC 8985
+// §7): it costs at most two packets when spurious, so it does not tell the controller. Every
+// further one is a retransmission timeout (RFC 6298 §5.4–5.6: back off, retransmit the earliest
+// packet): it tells the controller (OnTimeout, spec §5.4), and from the third expiry on arms
+// go-back-N for when the peer answers (peerAnswered; the second expiry only probes again, as
+// UDT4's escalation here always did: a receiver of ours re-reports its losses, and a flight of
+// duplicates into a congested queue costs more losses): a dead path costs two packets per expiry
+// with the intervals doubling.
+// From any expiry until the peer answers no new data is sent either (RFC 5681 §3.1's loss window
+// of one segment after a timeout; here retransmissions only): a rate-paced sender that hears
+// nothing would otherwise keep filling its window into a dead path.
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	e.dlv.begin()
 	defer e.deliveryDone(t, now)
 	e.rtoCount++
 	e.rtoBase = t
+	e.awaitingPeer = true
 	e.traceTimeout()
 	if e.rtoCount > 1 {
 		e.stats.Timeouts++
+		e.rtoGoBack = e.rtoCount > 2 // the second expiry probes once more first (see above)
 		e.cc.OnTimeout(now)
 		e.applyCC()
 	} else {
@@ -128,15 +140,34 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 		return
 	}
 	first, last := e.sndLastAck(), e.sndCurrSeq()
-	if e.rtoCount <= 2 {
-		// Probes re-send two packets without declaring them lost: the delivery accounting
-		// keeps them in flight (a probe is no evidence of loss).
-		e.sloss.Insert(first, first)
-		e.sloss.Insert(last, last)
-	} else {
-		e.addLoss(first, last)
-	}
+	// Probes re-send two packets without declaring them lost: the delivery accounting keeps them
+	// in flight (a probe is no evidence of loss).
+	e.sloss.Insert(first, first)
+	e.sloss.Insert(last, last)
+	e.sent.markTimer(first, first)
+	e.sent.markTimer(last, last)
 	e.rtoRepair, e.rtoRepairing = first.Inc(), true
+}
+
+// peerAnswered runs on every ACK and NAK: new data may flow again. After a retransmission
+// timeout it also queues every packet
+// still unacknowledged once (UDT4's go-back-N, spec §4.5, here once per timeout and only when the
+// peer is known to be there again): a UDT 4.9+ receiver reports each loss once (spec §2.4), so
+// after a timeout the sender cannot know which retransmissions it still lacks; a receiver of ours
+// would re-report them, at the cost of this one flight of duplicates.
+func (e *Endpoint) peerAnswered() {
+	e.awaitingPeer = false
+	if !e.rtoGoBack {
+		return
+	}
+	e.rtoGoBack = false
+	if e.inFlight() == 0 {
+		return
+	}
+	first, last := e.sndLastAck(), e.sndCurrSeq()
+	e.addLoss(first, last)
+	e.sent.markTimer(first, last)
+	e.stats.GoBackN++
 }
 
 // NextTimer returns when OnTimer should run next; zero means never (the connection is broken, or
@@ -153,6 +184,12 @@ func (e *Endpoint) NextTimer() time.Time {
 	if e.rloss.Len() > 0 {
 		next = min(next, e.nakTick+e.nakCheckEvery())
 	}
+	if d, ok := e.pendingNAKDue(); ok {
+		next = min(next, d)
+	}
+	if d, ok := e.deferredDue(); ok {
+		next = min(next, d)
+	}
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())
 	}
@@ -166,5 +203,6 @@ func (e *Endpoint) NextTimer() time.Time {
 func (e *Endpoint) trim() {
 	e.snd.Trim()
 	e.rcv.Trim()
+	e.sent.trim()
 	e.dlv.trim()
 }

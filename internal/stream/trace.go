@@ -97,7 +97,8 @@ func (e *Endpoint) traceRelease(now time.Time) {
 	}
 }
 
-// traceGap: the receiver found [first, last] missing (n new losses) and NAKed them at once.
+// traceGap: the receiver found [first, last] missing (n new losses) and NAKed them (once they
+// outlived the reordering window, reorder.go).
 func (e *Endpoint) traceGap(first, last seqno.Seq, n int) {
 	if e.tr.t != nil {
 		e.emitRange(trace.LossDetected, first, last, n)
