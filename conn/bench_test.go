@@ -20,7 +20,7 @@ func loopbackPair(tb testing.TB, cfg *Config) (client, server *Conn, ln *Listene
 }
 
 // dialAccept dials address (ln's, or a relay in front of it) and returns both ends; the test
-// fails if either side fails.
+// fails if either side fails. When the test ends it waits for both ends to be over.
 func dialAccept(tb testing.TB, ln *Listener, network, address string, cfg *Config) (client, server *Conn) {
 	tb.Helper()
 	acc := make(chan *Conn, 1)
@@ -37,6 +37,7 @@ func dialAccept(tb testing.TB, ln *Listener, network, address string, cfg *Confi
 	if server == nil {
 		tb.Fatal("accept failed")
 	}
+	tb.Cleanup(func() { closeWait(client, server) }) // Close returns before the connections end
 	return client, server
 }
 
@@ -98,7 +99,7 @@ func BenchmarkDial(b *testing.B) {
 		}
 		lat = append(lat, time.Since(start))
 		b.StopTimer()
-		c.Close()
+		c.CloseContext(context.Background()) // over before the next Dial: Close returns before that
 		b.StartTimer()
 	}
 	reportQuantiles(b, lat, "dial")

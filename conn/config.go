@@ -21,7 +21,7 @@ const (
 	// 10 × 3 s (spec §3.3), room for the peers to start far apart.
 	DefaultRendezvousTimeout = 30 * time.Second
 	DefaultIdleTimeout       = 10 * time.Second // dead-peer detection; the reference takes ~46 s (spec §11.3)
-	DefaultLinger            = 60 * time.Second // how long Close waits for unacknowledged data (the reference: 180 s)
+	DefaultLinger            = 60 * time.Second // how long a closed connection still delivers unacknowledged data (the reference: 180 s)
 	DefaultBacklog           = 1024             // connections waiting in Accept (the reference's appserver: 10)
 
 	minMSS            = 76      // 28 bytes IP+UDP + 48-byte handshake (spec §1.1)
@@ -107,8 +107,10 @@ type Config struct {
 	// reports true. Default 10 s.
 	IdleTimeout time.Duration
 
-	// Linger is how long Close waits for written data to be acknowledged before it sends Shutdown
-	// (UDT_LINGER, spec §3.4). Negative means do not wait. Default 60 s.
+	// Linger is how long a closed connection goes on delivering the data written before Close
+	// (in the background: Close returns at once) until the peer has acknowledged it, before it
+	// sends Shutdown (UDT_LINGER, spec §3.4); CloseContext reports whether it all arrived.
+	// Negative means do not wait: Shutdown at once. Default 60 s.
 	Linger time.Duration
 
 	// MessageMode makes connections carry messages instead of a byte stream (UDT_DGRAM, socket

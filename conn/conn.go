@@ -12,11 +12,19 @@ import (
 	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/stream"
+	"github.com/udtgo/udt/internal/udpio"
 	"github.com/udtgo/udt/pacer"
 )
 
 // Conn is one UDT connection: a reliable, ordered byte stream (UDT STREAM socket type). It
 // implements net.Conn; all methods are safe for concurrent use.
+//
+// Locking: mu serialises the engine (package internal/stream, which is not safe for concurrent
+// use). Nothing blocks and no system call is made while it is held: every engine call is
+// followed by pullLocked, which takes what the call produced, and the caller then unlocks and
+// does it (apply; effects.go). The copies under mu are bounded: a Write or Read step copies at
+// most lockChunk bytes, a release at most sendBatch packets, a reader batch at most readBatch
+// datagrams.
 type Conn struct {
 	mux    *mux
 	cfg    Config
@@ -29,29 +37,39 @@ type Conn struct {
 
 	hsReply    []byte // the handshake answer we sent (listener side), re-sent on a repeated request
 	rendezvous bool   // made by Rendezvous: hsReply answers every handshake but a −2 (spec §3.3)
-	onClose    func() // set by the Listener that made the connection, run once by Close
+	onClose    func() // set by the Listener that made the connection, run once by finish
 
-	mu      sync.Mutex // guards ep and the fields below
-	ep      *stream.Endpoint
-	depAt   time.Time // departure the data pacer has for us; zero when idle
-	timerAt time.Time // when the timer pacer fires for us next; zero when none
-	closed  bool      // Close was called
+	mu        sync.Mutex // guards ep and the fields below
+	ep        *stream.Endpoint
+	closed    bool   // Close was called
+	finishing bool   // the engine is Done: the timer's goroutine finishes the connection
+	settled   bool   // the close's outcome is known: closeErr
+	closeErr  error  // nil: everything written was acknowledged (see CloseContext)
+	timerGen  uint64 // ranks pulls, for arm
 
-	dataFlow  dataFlow
-	timerFlow timerFlow
-	dataH     *pacer.Handle
-	timerH    *pacer.Handle
+	sending atomic.Bool // a goroutine is between Release and the write of its packets
+
+	dataFlow dataFlow
+	dataH    *pacer.Handle // the data pacer's queue holds the engine's next departure
+
+	timer       *time.Timer // runs onTimer at the engine's NextTimer (time.AfterFunc)
+	timerQueued atomic.Bool // on the socket's timer queue (timers.go)
+	armMu       sync.Mutex  // guards armedGen, armedAt and timer changes
+	armedGen    uint64      // rank of the pull whose time the timer holds
+	armedAt     time.Time   // the time the timer is set to (zero: stopped or fired)
 
 	readable chan struct{} // 1-buffered: something for Read may have changed
-	writable chan struct{} // 1-buffered: something for Write or Close's linger may have changed
+	writable chan struct{} // 1-buffered: something for Write may have changed
 	closing  chan struct{} // closed by Close
+	finished chan struct{} // closed when finish is over: the connection is forgotten
 	dead     chan struct{} // closed when the connection broke (deadErr says why)
 	deadOnce sync.Once
 	deadErr  error
 	wsem     chan struct{} // serialises Writes; a channel so that waiting honours deadlines
 
-	closeOnce sync.Once
-	rdl, wdl  *deadline
+	closeOnce  sync.Once
+	finishOnce sync.Once
+	rdl, wdl   *deadline
 
 	foreignDrops atomic.Uint64 // datagrams for our ID from another address
 
@@ -61,6 +79,11 @@ type Conn struct {
 	sizeChanges uint64
 	loggedSize  int
 }
+
+// lockChunk is the most bytes a Write or Read copies per hold of the connection's lock: about
+// 25 µs of memmove, so the socket's reader and pacer, which take the lock once per batch, never
+// wait on an application's copy for longer than one batch of their own takes.
+const lockChunk = 256 << 10
 
 // connParams are what the handshake settled.
 type connParams struct {
@@ -73,7 +96,7 @@ type connParams struct {
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
-// The caller holds a mux reference for it (released by Close).
+// The caller holds a mux reference for it (released by finish).
 func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c := &Conn{
 		mux:      m,
@@ -87,13 +110,15 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		readable: make(chan struct{}, 1),
 		writable: make(chan struct{}, 1),
 		closing:  make(chan struct{}),
+		finished: make(chan struct{}),
 		dead:     make(chan struct{}),
 		wsem:     make(chan struct{}, 1),
 		rdl:      newDeadline(),
 		wdl:      newDeadline(),
 	}
 	c.dataFlow.c = c
-	c.timerFlow.c = c
+	c.timer = time.AfterFunc(time.Hour, c.onTimer)
+	c.timer.Stop()
 	var ctl congestion.Controller = cfg.Congestion()
 	c.obs.init(cfg, c.traceInfo(ctl, p, now))
 	engineTracer, tracePackets := c.obs.engineTracer()
@@ -113,7 +138,6 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		Messages:        cfg.MessageMode,
 		PathMTU:         m.pathMTUConfig(p.mss),
 		Start:           now,
-		Output:          c.output,
 		Tracer:          engineTracer,
 		TracePackets:    tracePackets,
 		PacingTolerance: m.pacingTolerance(), // the data pacer's (the socket's first user's)
@@ -121,36 +145,11 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.loggedSize = c.ep.PacketSize()
 	c.observeEstablished(ctl, m)
 	c.dataH = m.send.Add(&c.dataFlow)
-	c.timerH = m.timers.Add(&c.timerFlow)
 	c.mu.Lock()
-	c.afterEngineLocked()
+	fx := c.pullLocked(via{})
 	c.mu.Unlock()
+	c.apply(&fx)
 	return c
-}
-
-// output sends one control packet for the engine (called with c.mu held).
-func (c *Conn) output(b []byte) { c.mux.writeTo(b, c.peer, c.raddr) }
-
-// afterEngineLocked propagates what the last engine call changed: departure and timer
-// schedules, readiness, breakage. Caller holds c.mu.
-func (c *Conn) afterEngineLocked() {
-	if dep := c.ep.Departure(); !dep.IsZero() && (c.depAt.IsZero() || dep.Before(c.depAt)) {
-		c.depAt = dep
-		c.dataH.Schedule(dep)
-	}
-	if t := c.ep.NextTimer(); !t.IsZero() && (c.timerAt.IsZero() || t.Before(c.timerAt)) {
-		c.timerAt = t
-		c.timerH.Schedule(t)
-	}
-	if c.ep.CanRead() {
-		signal(c.readable)
-	}
-	if c.ep.CanWrite() {
-		signal(c.writable)
-	}
-	if err := c.ep.Err(); err != nil {
-		c.breakLocked(connError(err))
-	}
 }
 
 func signal(ch chan struct{}) {
@@ -169,98 +168,150 @@ func (c *Conn) breakLocked(err error) {
 	})
 }
 
-// breakWith is breakLocked for callers without c.mu.
+// breakWith breaks the connection and its engine after the socket failed under it.
 func (c *Conn) breakWith(err error) {
 	c.mu.Lock()
 	c.breakLocked(err)
+	c.ep.Fail(err)
+	fx := c.pullLocked(via{})
 	c.mu.Unlock()
+	c.apply(&fx)
 }
 
-// handleDatagram is the reader goroutine's entry for a datagram addressed to our socket ID.
-func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time) {
+// handleBatch is the reader goroutine's entry for the datagrams of one read that are addressed to
+// this connection: msgs[i] for every i ≥ first with owners[i] == c (it clears those entries). It
+// takes the lock once for all of them; the control packets they produce go into the reader's
+// outbox, sent after the whole read, and data they make due (an ACK opened the window, a NAK
+// asked for a retransmission) leaves from the reader at once.
+func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *readScratch) {
+	c.mu.Lock()
+	for i := first; i < len(msgs); i++ {
+		if owners[i] != c {
+			continue
+		}
+		owners[i] = nil
+		m := &msgs[i]
+		c.handleLocked(m.Buf[:m.N], m.Addr, arrivalTime(m), &rs.out)
+	}
+	fx := c.pullLocked(via{ob: &rs.out})
+	c.mu.Unlock()
+	c.apply(&fx)
+}
+
+// handleDatagram is handleBatch for one datagram (one that arrived in the same read as the
+// handshake that made its connection).
+func (c *Conn) handleDatagram(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
+	c.mu.Lock()
+	c.handleLocked(b, from, now, &rs.out)
+	fx := c.pullLocked(via{ob: &rs.out})
+	c.mu.Unlock()
+	c.apply(&fx)
+}
+
+// handleOne is handleDatagram for a goroutine other than the reader (Rendezvous's early datagram).
+func (c *Conn) handleOne(b []byte, from netip.AddrPort, now time.Time) {
+	ob := outboxes.Get().(*outbox)
+	c.mu.Lock()
+	c.handleLocked(b, from, now, ob)
+	fx := c.pullLocked(via{ob: ob})
+	c.mu.Unlock()
+	c.apply(&fx)
+	flushPooled(ob, c.mux.io)
+}
+
+// handleLocked hands one datagram to the engine, or answers a repeated handshake. Caller holds c.mu.
+func (c *Conn) handleLocked(b []byte, from netip.AddrPort, now time.Time, ob *outbox) {
 	if from != c.peer {
 		c.foreignDrops.Add(1) // spec §3.1: the source must be the peer's address and port
 		return
 	}
 	if isHandshake(b) {
-		c.answerHandshake(b)
+		if r := c.handshakeAnswer(b); r != nil {
+			ob.add(r, c.peer)
+		}
 		return
 	}
-	c.mu.Lock()
 	c.ep.HandlePacket(now, b)
-	c.afterEngineLocked()
-	c.noteSizeLocked(now)
-	c.mu.Unlock()
-	c.obs.flush()
 }
 
-// answerHandshake re-sends the handshake answer that made this connection (listener side): to a
-// repeated connection request (b == nil, spec §3.2 "duplicate check"), or to a request addressed
-// to our own socket ID with request type > 0 (spec §3.2, last bullet). Answers to our own requests
-// that arrive after the connection is up are ignored (client side).
-func (c *Conn) answerHandshake(b []byte) {
+// arrivalTime is when m arrived. The receiver's arrival-speed and packet-pair estimators (spec
+// §6) need each packet's arrival time, not the time the reader got to it: datagrams that queued
+// in the socket while the reader was descheduled would look back to back and inflate both
+// estimates. So it is the kernel's receive stamp (udpio, SO_TIMESTAMPNS) where there is one; the
+// segments of one GRO run share it, and internal/arrival treats such same-time arrivals as
+// unknown spacing. Elsewhere the clock is read per packet.
+func arrivalTime(m *udpio.Message) time.Time {
+	if !m.Time.IsZero() {
+		return m.Time
+	}
+	return time.Now()
+}
+
+// handshakeAnswer returns the handshake answer that made this connection (listener side) if b
+// calls for it: a repeated connection request (b == nil, spec §3.2 "duplicate check"), or a
+// request addressed to our own socket ID with request type > 0 (spec §3.2, last bullet). Answers
+// to our own requests that arrive after the connection is up are ignored (client side).
+func (c *Conn) handshakeAnswer(b []byte) []byte {
 	if c.hsReply == nil {
-		return
+		return nil
 	}
 	if b != nil {
 		var hs packet.Handshake
 		if hs.Decode(b) != nil || !c.answers(hs.ReqType) {
-			return
+			return nil
 		}
 	}
-	c.mux.writeTo(c.hsReply, c.peer, c.raddr)
+	return c.hsReply
+}
+
+// answerHandshake sends the handshake answer for a repeated request now (the Listener's path;
+// it holds no connection lock).
+func (c *Conn) answerHandshake(b []byte) {
+	if r := c.handshakeAnswer(b); r != nil {
+		c.mux.writeTo(r, c.peer, c.raddr)
+	}
 }
 
 // dataFlow is the connection as the data pacer sees it.
 type dataFlow struct{ c *Conn }
 
-// Release sends the data packets due at now; runs on the data pacer goroutine.
+// Release sends the data packets due at now; runs on the data pacer goroutine. The packets are
+// encoded under the lock into the pacer's buffers and written after it. If another goroutine is
+// sending for the connection, it returns idle: that goroutine schedules what is left when done.
 func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c := f.c
+	m := c.mux
+	if !c.sending.CompareAndSwap(false, true) {
+		return 0, time.Time{}
+	}
 	c.mu.Lock()
 	size := c.ep.PacketSize()
 	bufs := c.mux.carve(size, min(max, len(c.mux.sendBufs)))
 	n, next := c.ep.Release(now, bufs)
 	probe, probing := c.ep.ProbeSeq()
-	c.depAt = next
-	c.afterEngineLocked()
-	next = c.depAt
+	fx := c.pullLocked(via{ob: &m.sendOut, noSend: true})
 	c.mu.Unlock()
+	m.sendOut.flush(m.io) // normally empty: Release queues no control packet
 	if n > 0 {
 		c.sendPackets(bufs[:n], size, probe, probing)
 	}
+	c.sending.Store(false)
+	fx.Departure = time.Time{} // next, returned to the pacer, is the departure
+	c.apply(&fx)
 	return n, next
-}
-
-// timerFlow is the connection as the timer pacer sees it.
-type timerFlow struct{ c *Conn }
-
-// Release runs the connection's due timers (ACK, NAK, EXP); runs on the timer goroutine.
-func (f *timerFlow) Release(now time.Time, _ int) (int, time.Time) {
-	c := f.c
-	c.mu.Lock()
-	c.ep.OnTimer(now)
-	c.timerAt = c.ep.NextTimer()
-	c.afterEngineLocked()
-	next := c.timerAt
-	c.observeDrops(now, false)
-	c.noteSizeLocked(now)
-	c.mu.Unlock()
-	c.obs.flush()
-	if c.mux.reportsPending.Load() {
-		c.mux.drainReports()
-	}
-	return 0, next
 }
 
 // Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks
 // until data arrives, the read deadline passes (os.ErrDeadlineExceeded), the peer shuts down and
-// all its data has been read (bare io.EOF),
-// the connection breaks (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed).
+// all its data has been read (bare io.EOF), the connection breaks (ErrPeerIdle or a socket
+// error), or Close is called (net.ErrClosed). In stream mode one call returns at most 256 KiB.
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
 	if c.cfg.MessageMode {
 		return c.readMessage("read", b)
+	}
+	if len(b) > lockChunk {
+		b = b[:lockChunk]
 	}
 	for {
 		c.mu.Lock()
@@ -274,8 +325,9 @@ func (c *Conn) Read(b []byte) (int, error) {
 		}
 		n, err := c.ep.Read(b)
 		if n > 0 || err != nil {
-			c.afterEngineLocked()
+			fx := c.pullLocked(via{}) // a window update may be queued
 			c.mu.Unlock()
+			c.apply(&fx)
 			if err != nil && err != io.EOF { // io.EOF stays bare, as io.Reader users expect
 				err = c.opErr("read", connError(err))
 			}
@@ -300,10 +352,11 @@ func (c *Conn) Read(b []byte) (int, error) {
 }
 
 // Write writes b to the stream (in message mode: as one message that never expires and is
-// delivered in order, see WriteMessage). It blocks while the send buffer is full (flow control) and
-// returns once all of b is buffered, or with the count so far when the write deadline passes
+// delivered in order, see WriteMessage). It blocks while the send buffer is full (flow control)
+// and returns once all of b is buffered, or with the count so far when the write deadline passes
 // (os.ErrDeadlineExceeded), the connection breaks, the peer shut down (ErrPeerShutdown) or Close
-// is called (net.ErrClosed). Errors come inside a *net.OpError.
+// is called (net.ErrClosed). Data buffered is not yet delivered: see Close and CloseContext.
+// Errors come inside a *net.OpError.
 func (c *Conn) Write(b []byte) (int, error) {
 	if c.cfg.MessageMode {
 		return c.writeMessage("write", b, 0, true)
@@ -339,124 +392,28 @@ func (c *Conn) Write(b []byte) (int, error) {
 			c.mu.Unlock()
 			return sent, c.opErr("write", ErrPeerShutdown)
 		}
-		n := c.ep.Write(b[sent:])
+		chunk := b[sent:min(len(b), sent+lockChunk)]
+		n := c.ep.Write(chunk)
 		sent += n
+		var fx effects
 		if n > 0 {
-			c.afterEngineLocked()
+			fx = c.pullLocked(via{}) // the data, if due at once, leave from here
 		}
 		c.mu.Unlock()
+		if n > 0 {
+			c.apply(&fx)
+		}
 		if sent == len(b) {
 			return sent, nil
+		}
+		if n == len(chunk) {
+			continue // the chunk fit: there may be room for the next
 		}
 		select {
 		case <-c.writable:
 		case <-c.wdl.done():
 		case <-c.closing:
 		case <-c.dead:
-		}
-	}
-}
-
-// Close closes the connection. Blocked Read and Write calls return net.ErrClosed at once; Close
-// itself waits up to Config.Linger for the data already written to be acknowledged (spec §3.4),
-// then sends Shutdown. It is idempotent and safe for concurrent use; only the first call lingers.
-func (c *Conn) Close() error {
-	c.closeOnce.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
-		close(c.closing)
-		c.linger()
-		c.finish()
-	})
-	return nil
-}
-
-// linger waits until everything written is acknowledged, Linger passes or the connection breaks.
-func (c *Conn) linger() {
-	if c.cfg.Linger < 0 {
-		return
-	}
-	t := time.NewTimer(c.cfg.Linger)
-	defer t.Stop()
-	for {
-		c.mu.Lock()
-		done := c.ep.Flushed() || c.deadErr != nil || c.ep.PeerClosed()
-		c.mu.Unlock()
-		if done {
-			return
-		}
-		select {
-		case <-c.writable:
-		case <-c.dead:
-		case <-t.C:
-			return
-		}
-	}
-}
-
-// finish sends Shutdown, unregisters the connection and releases its mux reference.
-func (c *Conn) finish() {
-	now := time.Now()
-	c.mu.Lock()
-	broken := c.deadErr != nil
-	answered := c.ep.PeerClosed()
-	rtt := c.ep.Stats().RTT
-	if !broken {
-		c.ep.Shutdown(now)
-	}
-	c.mu.Unlock()
-	if !broken && !answered {
-		c.awaitShutdownAnswer(rtt)
-	}
-	c.mu.Lock()
-	c.observeDrops(now, true)
-	c.breakLocked(net.ErrClosed)
-	c.mu.Unlock()
-	c.dataH.Remove()
-	c.timerH.Remove()
-	c.rdl.stop()
-	c.wdl.stop()
-	c.mux.unregister(c)
-	if c.onClose != nil {
-		c.onClose()
-	}
-	if !broken {
-		c.mux.bury(c.id, tomb{peer: c.peer, peerID: c.peerID, expires: now.Add(tombLife)})
-	}
-	c.mux.release()
-	c.obs.close()
-}
-
-// Shutdown retries: the reference sends one Shutdown and never repeats it (spec §3.4), so a
-// lost one leaves the peer waiting for its idle timeout instead of reading io.EOF. A peer of
-// ours answers every Shutdown with its own; Close re-sends until that answer arrives, at most
-// shutdownTries times, max(2·RTT, shutdownGap) apart (a UDT4 peer never answers: its Close
-// costs the whole bound, ~0.2 s on a LAN).
-const (
-	shutdownTries = 8
-	shutdownGap   = 20 * time.Millisecond
-)
-
-// awaitShutdownAnswer re-sends Shutdown until the peer's own Shutdown arrives or the tries run out.
-func (c *Conn) awaitShutdownAnswer(rtt time.Duration) {
-	gap := max(2*rtt, shutdownGap)
-	t := time.NewTimer(gap)
-	defer t.Stop()
-	var pkt [headerSize + 4]byte
-	for tries := 0; tries < shutdownTries; {
-		select {
-		case <-c.readable: // the engine signals readable when the peer's Shutdown arrives
-		case <-t.C:
-			tries++
-			c.mux.writeTo(encodeShutdown(pkt[:], c.peerID), c.peer, c.raddr)
-			t.Reset(gap)
-		}
-		c.mu.Lock()
-		done := c.ep.PeerClosed() || c.ep.Err() != nil
-		c.mu.Unlock()
-		if done {
-			return
 		}
 	}
 }

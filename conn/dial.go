@@ -52,8 +52,10 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 
 // DialPacketContext connects to raddr over a caller's PacketConn (for sharing a socket, or for
 // tests over an in-memory network). pc stays open after the connection closes; it must not be
-// read by anyone else while the connection lives. It changes on pc what NewListener does (UDP_GRO
-// and SO_TIMESTAMPNS on Linux) and leaves its buffer sizes alone.
+// read by anyone else while the connection lives, which is until CloseContext returns (Close
+// returns before the close's delivery and Shutdown exchange, which need pc, are over). It
+// changes on pc what NewListener does (UDP_GRO and SO_TIMESTAMPNS on Linux) and leaves its
+// buffer sizes alone.
 func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
 	r, err := cfg.resolved()
 	if err != nil {

@@ -21,11 +21,15 @@
 // periodic NAK re-reports, and a Shutdown that is repeated while the peer keeps talking.
 // Conn.Stats and Listener.Stats count what happened, the kernel's receive-buffer drops included.
 //
-// Goroutines. Each UDP socket (a multiplexer) has exactly three: a reader that dispatches datagrams
-// by destination socket ID, a pacer that releases every data packet at the time the connection's
-// congestion controller allows (package pacer, backend chosen by Config.Pacer), and a timer
-// goroutine for ACK, NAK and EXP timers. All three end when the last Listener or Conn on the socket
-// is closed. A Listener and all the connections it accepts share one socket.
+// Goroutines. Each UDP socket (a multiplexer) has three: a reader that dispatches datagrams by
+// destination socket ID, a pacer that releases data packets at the times the connections'
+// congestion controllers allow (package pacer, backend chosen by Config.Pacer), and a timer
+// goroutine that runs the timers (ACK, NAK, retransmission, keep-alive, linger) of connections
+// whose runtime timer fired; each connection arms its own timer exactly after every call. Data
+// that is due at once leaves from the goroutine whose call made it due (Write, the reader after
+// an ACK), without waking the pacer. Everything ends when the last Listener or Conn on the
+// socket is over: a closed Conn still delivers what was written (see Conn.Close). A Listener and
+// all the connections it accepts share one socket.
 //
 // Errors follow package net: every error from a Conn or Listener method is a *net.OpError; a
 // deadline gives an OpError whose Err is os.ErrDeadlineExceeded (Timeout() reports true); use after

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,10 +54,7 @@ func simConnsOn(t *testing.T, p *simnet.Pair, ln *Listener, cfg *Config) (client
 		client.Close()
 		t.Fatal("accept failed")
 	}
-	t.Cleanup(func() {
-		client.Close()
-		server.Close()
-	})
+	t.Cleanup(func() { closeWait(client, server) })
 	return client, server
 }
 
@@ -158,4 +156,19 @@ func reportQuantiles(b *testing.B, d []time.Duration, name string) {
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Microseconds()), name+"-p50-µs")
 	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), name+"-p99-µs")
+}
+
+// closeWait closes every conn at once and waits until each is over (CloseContext): in a synctest
+// bubble, time stops when the test's goroutine ends, so a close still exchanging Shutdown then
+// would never end.
+func closeWait(conns ...*Conn) {
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.CloseContext(context.Background())
+		}()
+	}
+	wg.Wait()
 }

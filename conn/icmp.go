@@ -100,8 +100,9 @@ func (m *mux) report(r *udpio.Report, now time.Time) {
 	case syscall.ECONNREFUSED:
 		c.mu.Lock()
 		c.ep.OnUnreachable(now)
-		c.afterEngineLocked()
+		fx := c.pullLocked(via{})
 		c.mu.Unlock()
+		c.apply(&fx)
 	case syscall.EMSGSIZE:
 		c.reportTooBig(r)
 	}

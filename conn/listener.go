@@ -69,7 +69,7 @@ func Listen(network, address string, cfg *Config) (*Listener, error) {
 
 // NewListener returns a Listener on a caller's PacketConn (for sharing a socket, or for tests over
 // an in-memory network). The Listener and its connections read pc until the last of them is
-// closed, then leave it open; pc must not be read by anyone else meanwhile.
+// over (see Conn.CloseContext), then leave it open; pc must not be read by anyone else meanwhile.
 //
 // What it changes on pc: nothing but its read deadline (set in the past to stop the reader at
 // the end, then cleared), except that on Linux, when pc is a *net.UDPConn, it turns on UDP_GRO

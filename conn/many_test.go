@@ -95,7 +95,11 @@ func TestManyConnections(t *testing.T) {
 				if _, err := c.Write(patternBytes(size)); err != nil {
 					errs <- fmt.Errorf("client %d write: %v", i, err)
 				}
-				c.Close()
+				// Close returns at once; the socket is closed when this goroutine ends, so wait
+				// until the data is acknowledged and the connection over.
+				if err := c.CloseContext(context.Background()); err != nil {
+					errs <- fmt.Errorf("client %d close: %v", i, err)
+				}
 			}()
 		}
 		clients.Wait()

@@ -138,11 +138,15 @@ func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool
 			return 0, nil
 		}
 		ok, werr := c.ep.WriteMessage(time.Now(), b, ttl, inOrder)
+		var fx effects
 		if ok {
-			c.afterEngineLocked()
+			fx = c.pullLocked(via{}) // the message, if due at once, leaves from here
 		}
 		max := c.ep.MaxMessage()
 		c.mu.Unlock()
+		if ok {
+			c.apply(&fx)
+		}
 		if errors.Is(werr, stream.ErrMessageTooLarge) {
 			return 0, c.opErr(op, fmt.Errorf("%w: %d bytes, at most %d (Config.SendBuffer and the peer's receive buffer)", ErrMessageTooLarge, len(b), max))
 		}
@@ -177,11 +181,16 @@ func (c *Conn) readMessage(op string, b []byte) (int, error) {
 			return 0, nil
 		}
 		n, size, err := c.ep.ReadMessage(b)
-		if n > 0 || err != nil {
-			c.afterEngineLocked()
+		var fx effects
+		pulled := n > 0 || err != nil
+		if pulled {
+			fx = c.pullLocked(via{}) // a window update may be queued
 		}
 		dead := c.deadErr
 		c.mu.Unlock()
+		if pulled {
+			c.apply(&fx)
+		}
 		switch {
 		case n > 0:
 			return n, nil

@@ -25,7 +25,8 @@ const sendBatch = pacer.MaxBurst
 
 // mux is UDT's multiplexer (spec §3.1): one UDP socket shared by at most one Listener and any
 // number of connections, which it tells apart by destination socket ID. It owns three goroutines
-// — the reader, the data pacer and the timer pacer — and the socket if it opened it. It lives
+// — the reader, the data pacer and the timer goroutine, which runs the timers of connections
+// whose runtime timer fired (timers.go) — and the socket if it opened it. It lives
 // while anything uses it (refs) and tears everything down when the last user goes.
 type mux struct {
 	pc    net.PacketConn
@@ -37,13 +38,17 @@ type mux struct {
 	waiter    pacer.Waiter // the data pacer's backend
 	pacerName string       // its name
 	send      *pacer.Pacer // releases data packets at their departure times
-	timers    *pacer.Pacer // fires ACK, NAK and EXP timers (runtime timer backend)
 
 	// sendBufs are packet buffers used only by the data pacer goroutine, carved from sendArena
-	// at each connection's packet size (pmtu.go).
+	// at each connection's packet size (pmtu.go); sendOut is its outbox; scratches holds packet
+	// buffers for direct sends by other goroutines (*sendScratch).
 	sendBufs  [][]byte
 	sendArena []byte
-	df        bool // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
+	sendOut   outbox
+	scratches sync.Pool
+	pktSize   int         // the largest datagram: MSS−28 bytes
+	timers    *timerQueue // connections whose timer fired, for the timer goroutine
+	df        bool        // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn           // established connections by local socket ID
@@ -100,14 +105,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		}
 		return nil, err
 	}
-	tw, err := pacer.NewWaiter("gotimer")
-	if err != nil {
-		closeWaiter(w)
-		if own {
-			pc.Close()
-		}
-		return nil, err
-	}
 	m := &mux{
 		pc:         pc,
 		ownPC:      own,
@@ -115,7 +112,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		waiter:     w,
 		pacerName:  cfg.Pacer,
 		send:       pacer.New(w, pacer.Config{Burst: sendBatch, Tolerance: cfg.PacingTolerance}),
-		timers:     pacer.New(tw, pacer.Config{Tolerance: pacer.Exact}), // a timer is due at its time, not before
 		conns:      make(map[uint32]*Conn),
 		dialers:    make(map[uint32]*dialer),
 		rdv:        make(map[netip.AddrPort]*dialer),
@@ -133,9 +129,13 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
 	// The data packet buffers are consecutive in one array so that a batch of full-size packets
 	// goes out as one GSO send (udpio.WriteBatch).
-	m.sendBufs = make([][]byte, sendBatch)
 	pktSize := cfg.MSS - udpIPOverhead
-	m.sendArena = make([]byte, sendBatch*pktSize)
+	m.pktSize = pktSize
+	s := newSendScratch(pktSize)
+	m.sendBufs, m.sendArena = s.bufs, s.arena
+	m.scratches.New = func() any { return newSendScratch(pktSize) }
+	m.timers = newTimerQueue()
+	go m.timers.run(m)
 	if u, ok := pc.(*net.UDPConn); ok && own {
 		setSocketBuffers(u, cfg)
 	}
@@ -194,14 +194,14 @@ func (m *mux) release() {
 
 func (m *mux) teardown() {
 	m.send.Close()
-	m.timers.Close()
 	closeWaiter(m.waiter)
 	if m.ownPC {
-		m.pc.Close()
+		m.pc.Close() // also ends a timer-goroutine write blocked on a full socket
 	} else {
 		// A caller's socket stays open: unblock our reader with a past deadline, then restore.
 		m.pc.SetReadDeadline(time.Unix(1, 0))
 	}
+	m.timers.close()
 	if m.obs.log != nil {
 		m.obs.wait()
 	}
@@ -260,6 +260,7 @@ func (m *mux) readLoop(pktSize int) {
 	for i := range msgs {
 		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
 	}
+	var rs readScratch
 	failures := 0
 	for {
 		n, err := m.io.ReadBatch(msgs)
@@ -289,26 +290,60 @@ func (m *mux) readLoop(pktSize int) {
 		if m.reportsPending.Load() {
 			m.drainReports()
 		}
-		for i := range msgs[:n] {
-			msg := &msgs[i]
-			if msg.Truncated {
-				m.drops.oversized.Add(1)
-				m.logDrop(reasonOversized)
-				continue
+		m.dispatchBatch(msgs[:n], &rs)
+	}
+}
+
+// readScratch is the reader goroutine's per-read state.
+type readScratch struct {
+	owners [readBatch]*Conn // the established connection each datagram is for, if any
+	kind   [readBatch]uint8 // for the others: otherDatagram or oversizedDatagram
+	out    outbox           // what the batch's engine calls produced, sent after it
+}
+
+// Kinds of datagrams dispatchBatch does not hand to a connection in a batch.
+const (
+	otherDatagram     = 1 + iota // for the listener, a dialer, a tomb or nobody (dispatch)
+	oversizedDatagram            // longer than this socket's packet size: dropped
+)
+
+// dispatchBatch hands the datagrams of one read to their connections, dialers or listener (spec
+// §3.1): each connection's datagrams in one engine batch under one hold of its lock (in arrival
+// order), the rest one by one. The control packets the engines produce leave after the whole
+// batch, grouped by destination.
+func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
+	owners, kind := rs.owners[:len(msgs)], rs.kind[:len(msgs)]
+	m.mu.RLock()
+	for i := range msgs {
+		msg := &msgs[i]
+		owners[i], kind[i] = nil, otherDatagram
+		switch {
+		case msg.Truncated:
+			kind[i] = oversizedDatagram
+		case msg.N >= headerSize: // shorter ones: dispatch drops them
+			if dst := binary.BigEndian.Uint32(msg.Buf[12:16]); dst != 0 {
+				if owners[i] = m.conns[dst]; owners[i] != nil {
+					kind[i] = 0 // its connection's handleBatch takes it
+				}
 			}
-			// The receiver's arrival-speed and packet-pair estimators (spec §6) need each
-			// packet's arrival time, not the time this loop got to it: datagrams that queued in
-			// the socket while the reader was descheduled would look back to back and inflate
-			// both estimates. So use the kernel's receive stamp (udpio, SO_TIMESTAMPNS) where
-			// there is one; the segments of one GRO run share it, and internal/arrival treats
-			// such same-time arrivals as unknown spacing. Elsewhere the clock is read per packet.
-			now := msg.Time
-			if now.IsZero() {
-				now = time.Now()
-			}
-			m.dispatch(msg.Buf[:msg.N], msg.Addr, now)
 		}
 	}
+	m.mu.RUnlock()
+	for i := range msgs {
+		msg := &msgs[i]
+		switch {
+		case owners[i] != nil:
+			owners[i].handleBatch(msgs, owners, i, rs)
+		case kind[i] == oversizedDatagram:
+			m.drops.oversized.Add(1)
+			m.logDrop(reasonOversized)
+		case kind[i] == otherDatagram:
+			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), rs)
+		}
+		kind[i] = 0
+	}
+	rs.out.flush(m.io)
+	clear(owners)
 }
 
 // writeTo sends one datagram; a send error is not fatal (the packet counts as lost). It may run
@@ -363,8 +398,9 @@ func (m *mux) fail(err error) {
 	m.obs.flush()
 }
 
-// dispatch hands one datagram to its connection, dialer or listener (spec §3.1).
-func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
+// dispatch hands one datagram to its connection, dialer or listener (spec §3.1), with the
+// reader's scratch.
+func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, rs *readScratch) {
 	if len(b) < headerSize {
 		m.drops.short.Add(1)
 		m.logDrop(reasonShort)
@@ -396,7 +432,7 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time) {
 	m.mu.RUnlock()
 	switch {
 	case c != nil:
-		c.handleDatagram(b, from, now)
+		c.handleDatagram(b, from, now, rs)
 	case d != nil:
 		d.handleDatagram(b, from)
 	default:

@@ -3,7 +3,6 @@ package conn
 import (
 	"context"
 	"net"
-	"sync"
 	"testing"
 	"time"
 
@@ -40,12 +39,9 @@ func pipeOver(t *testing.T, listen func() (*Listener, error), dial func(ln *List
 			return nil, nil, nil, a.err
 		}
 		stop = func() {
-			// Close both ends at once: each one's linger ends when the other's Shutdown arrives.
-			var wg sync.WaitGroup
-			wg.Add(1)
-			go func() { defer wg.Done(); d.Close() }()
-			a.c.Close()
-			wg.Wait()
+			// Close both ends at once and wait until both are over (Close itself returns at
+			// once): each one's close ends when the other's Shutdown arrives.
+			closeWait(d, a.c)
 			ln.Close()
 		}
 		return d, a.c, stop, nil

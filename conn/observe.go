@@ -21,11 +21,11 @@ import (
 // Logging never happens with the connection's mutex held, nor on its reader, pacer or timer
 // goroutine: a slog handler may do I/O, and a slow one must not stall the connection. Whatever
 // is worth logging is recorded under the lock (a record is a few words, no allocation); after
-// the lock is released (by the timer goroutine, at least once a second while the connection
-// lives, or the reader), a short-lived goroutine is started if none runs, which logs the
-// records in order and ends when there are none left; Close waits for it and logs what is
-// left. Each reason is rate-limited per connection: its first occurrence is logged at once,
-// then at most one line per logEvery carrying the count since the last line.
+// the lock is released (by whichever goroutine made the engine call, see Conn.apply), a
+// short-lived goroutine is started if none runs, which logs the records in order and ends when
+// there are none left; the connection's end (finish, which CloseContext waits for) waits for it
+// and logs what is left. Each reason is rate-limited per connection: its first occurrence is
+// logged at once, then at most one line per logEvery carrying the count since the last line.
 
 // logEvery is the least time between two log lines of one reason on one connection (or
 // listener, or socket): a flood of any rate costs at most one line per 10 s each.
@@ -368,7 +368,7 @@ func (o *observer) pathMTU(old, mss int, why string, now time.Time) {
 }
 
 // close logs what is left, ends the trace (delivering every queued event) and releases o.
-// Called by Close after the connection has stopped, without its mutex.
+// Called by finish after the connection has stopped, without its mutex.
 func (o *observer) close() {
 	if o.log != nil {
 		o.wait()

@@ -144,7 +144,7 @@ func TestLogDropsRateLimited(t *testing.T) {
 			}
 		}
 		forged := c.Stats().Drops.ForgedACK
-		c.Close()
+		c.CloseContext(context.Background()) // Close returns before the connection's last log lines
 		lines := h.find("dropped packets", "reason", "ACK of data never sent")
 		if len(lines) < 2 || len(lines) > 2+int(flood/logEvery) {
 			t.Fatalf("%d lines for a %v flood, want 2 to %d; log:\n%s", len(lines), flood, 2+int(flood/logEvery), h.dump())
@@ -268,7 +268,7 @@ func TestLogNotUnderLock(t *testing.T) {
 		t.Fatal("a blocked log handler stalled the connection")
 	}
 	unblock()
-	s.Close()
+	s.CloseContext(context.Background()) // Close returns before the connection's last log lines
 	if l := h.find("dropped packets", "reason", "from another address than the peer's"); len(l) != 1 || l[0].level != slog.LevelWarn {
 		t.Errorf("foreign-source lines %+v; log:\n%s", l, h.dump())
 	}
@@ -322,8 +322,7 @@ func TestTracer(t *testing.T) {
 		c, s := simConns(t, p, cfg)
 		sendAndCheck(t, c, s, 4<<20, 7)
 		cs, ss := c.Stats(), s.Stats()
-		c.Close()
-		s.Close()
+		closeWait(c, s) // Close returns before the last event (Closed)
 		cl, sl := logs[false], logs[true]
 		if cl == nil || sl == nil {
 			t.Fatalf("tracers: %v", logs)
@@ -396,7 +395,7 @@ func TestNotePathMTU(t *testing.T) {
 		}
 		c, _ := simConns(t, p, cfg)
 		c.notePathMTU(1500, 1400, "ICMP fragmentation needed", time.Now())
-		c.Close()
+		c.CloseContext(context.Background()) // Close returns before the connection's last log lines
 		if m := h.find("path MTU changed", "to", "1400"); len(m) != 1 || m[0].level != slog.LevelInfo || m[0].attrs["from"] != "1500" {
 			t.Errorf("MTU lines %+v", m)
 		}

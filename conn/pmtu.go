@@ -67,11 +67,8 @@ func ipUDPOverhead(peer netip.AddrPort) int {
 // a batch of full packets is one GSO send; each may hold up to the end of the arena, since the
 // engine ends a batch at a longer packet (stream's Release).
 func (m *mux) carve(size, n int) [][]byte {
-	bufs := m.sendBufs[:n]
-	for i := range bufs {
-		bufs[i] = m.sendArena[i*size : i*size : len(m.sendArena)]
-	}
-	return bufs
+	s := sendScratch{bufs: m.sendBufs, arena: m.sendArena}
+	return s.carve(size, n)
 }
 
 // sendPackets sends what one Release produced (data pacer goroutine, no lock held): a batch of
@@ -145,10 +142,9 @@ func (c *Conn) pathTooBig(size, mtu int) {
 	} else {
 		c.ep.OnTooBig(now, size)
 	}
-	c.afterEngineLocked()
-	c.noteSizeLocked(now)
+	fx := c.pullLocked(via{})
 	c.mu.Unlock()
-	c.obs.flush()
+	c.apply(&fx)
 }
 
 // reportTooBig handles an ICMP "packet too big" report quoting a packet of this connection.
@@ -163,11 +159,12 @@ func (c *Conn) reportTooBig(r *udpio.Report) {
 // noteSizeLocked notes a change of the packet size since the last call, if any, for the
 // Logger (Info) and the Tracer (observe.go's notePathMTU, which counts in MSS: the packet plus
 // the IP and UDP headers); the caller flushes after releasing c.mu. Caller holds c.mu.
-func (c *Conn) noteSizeLocked(now time.Time) {
+func (c *Conn) noteSizeLocked() {
 	size, changes, why := c.ep.PathMTUEvent()
 	if changes == c.sizeChanges {
 		return
 	}
+	now := time.Now()
 	over := ipUDPOverhead(c.peer)
 	c.notePathMTU(c.loggedSize+over, size+over, why, now)
 	c.sizeChanges, c.loggedSize = changes, size

@@ -27,8 +27,7 @@ func relayPair(tb testing.TB, cfg *Config, toServer, toClient udprelay.Impairmen
 	}
 	c, s = dialAccept(tb, ln, "udp", relay.Addr().String(), cfg)
 	tb.Cleanup(func() {
-		c.Close()
-		s.Close()
+		closeWait(c, s) // their Shutdowns go through the relay: over before it closes
 		relay.Close()
 	})
 	return c, s, relay

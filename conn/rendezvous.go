@@ -270,7 +270,7 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*
 				continue // the reference completes only after recording the peer's handshake
 			}
 			c := connect()
-			c.handleDatagram(b, peer, time.Now()) // not lost, unlike in UDT 4.11
+			c.handleOne(b, peer, time.Now()) // not lost, unlike in UDT 4.11
 			return c, nil
 		case <-tick.C:
 			sendReq()

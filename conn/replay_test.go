@@ -143,8 +143,7 @@ func TestReplayedHandshakeUDP(t *testing.T) {
 		t.Fatal("accept failed")
 	}
 	exchange(t, c, s, 64<<10)
-	c.Close()
-	s.Close()
+	closeWait(c, s) // both over (Close returns before that): the replays find no live connection
 	rec.mu.Lock()
 	var replay [][]byte
 	for _, b := range rec.sent {

@@ -145,6 +145,15 @@ func (c *udtConn) Backend() string { return c.PacerName() }
 
 func (c *udtConn) Abort() error { return c.Conn.Close() } // Linger −1: Shutdown at once
 
+// Close sends Shutdown at once (Linger −1: udtperf's protocol confirmed delivery) and waits
+// until the connection is over (its Shutdown answered, ≈ 0.2 s at most), since conn's Close
+// returns before that: the trace then ends with the connection's Closed event, and the process
+// may exit.
+func (c *udtConn) Close() error {
+	c.Conn.CloseContext(context.Background()) // an unacknowledged last message is no error here
+	return nil
+}
+
 func (c *udtConn) Stats(sender bool) linkStats {
 	st := c.Conn.Stats()
 	s := unknownStats()

@@ -8,25 +8,32 @@ import (
 	"github.com/udtgo/udt/internal/cputime"
 )
 
-// ctrlQueue collects control packets from Output for delivery after the engine call returns
-// (Output must not re-enter an engine).
-type ctrlQueue struct {
+// ctrlQueue holds the control packets taken from one endpoint for delivery to the other (a
+// packet must not be handed to the peer while its sender's queue may still change).
+type ctrlCopy struct {
 	bufs [][]byte
 	n    int
 }
 
-func (q *ctrlQueue) output(b []byte) {
-	if q.n == len(q.bufs) {
-		q.bufs = append(q.bufs, make([]byte, 0, 1500))
+// take copies e's queued control packets.
+func (q *ctrlCopy) take(e *Endpoint) {
+	for {
+		b, ok := e.PopControl()
+		if !ok {
+			return
+		}
+		if q.n == len(q.bufs) {
+			q.bufs = append(q.bufs, make([]byte, 0, 1500))
+		}
+		q.bufs[q.n] = append(q.bufs[q.n][:0], b...)
+		q.n++
 	}
-	q.bufs[q.n] = append(q.bufs[q.n][:0], b...)
-	q.n++
 }
 
 // benchPair moves data from a to b over a perfect zero-delay wire, one Release batch at a time.
 type benchPair struct {
 	a, b       *Endpoint
-	qa, qb     ctrlQueue
+	qa, qb     ctrlCopy
 	now        time.Time
 	bufs       [][]byte
 	src, rbuf  []byte
@@ -38,8 +45,8 @@ func newBenchPair(cc congestion.Controller) *benchPair { return newBenchPairBuf(
 func newBenchPairBuf(cc congestion.Controller, sendBuf int) *benchPair {
 	p := &benchPair{now: time.Unix(1_700_000_000, 0), src: make([]byte, 256<<10), rbuf: make([]byte, 256<<10)}
 	p.a = New(Config{LocalID: 1, PeerID: 2, ISN: 1<<31 - 1000, PeerISN: 9, Controller: cc, SendBuffer: sendBuf,
-		Output: p.qa.output, Start: p.now}, p.now)
-	p.b = New(Config{LocalID: 2, PeerID: 1, ISN: 9, PeerISN: 1<<31 - 1000, Output: p.qb.output, Start: p.now}, p.now)
+		Start: p.now}, p.now)
+	p.b = New(Config{LocalID: 2, PeerID: 1, ISN: 9, PeerISN: 1<<31 - 1000, Start: p.now}, p.now)
 	p.bufs = make([][]byte, 16)
 	for i := range p.bufs {
 		p.bufs[i] = make([]byte, 1500)
@@ -48,6 +55,8 @@ func newBenchPairBuf(cc congestion.Controller, sendBuf int) *benchPair {
 }
 
 func (p *benchPair) drain() {
+	p.qa.take(p.a)
+	p.qb.take(p.b)
 	for p.qa.n > 0 || p.qb.n > 0 {
 		n := p.qa.n
 		p.qa.n = 0
@@ -59,6 +68,8 @@ func (p *benchPair) drain() {
 		for i := 0; i < n; i++ {
 			p.a.HandlePacket(p.now, p.qb.bufs[i])
 		}
+		p.qa.take(p.a)
+		p.qb.take(p.b)
 	}
 }
 

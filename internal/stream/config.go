@@ -89,9 +89,6 @@ type Config struct {
 	// PathMTU configures the data packet size and its discovery (pmtud.go). The zero value sends
 	// MSS−28-byte packets without discovery.
 	PathMTU PathMTUConfig
-	// Output sends one control packet now. It is called synchronously from within engine calls,
-	// must not call back into the Endpoint, and may use ctrl only during the call.
-	Output func(ctrl []byte)
 	// Tracer, if not nil, receives the engine's events (trace.Kind) synchronously from within
 	// engine calls; it must not call back into the Endpoint. Per-packet events (PacketSent,
 	// PacketRetransmitted, PacketReceived, PacerLate) only with TracePackets.
@@ -125,9 +122,6 @@ func (c *Config) applyDefaults() {
 	}
 	if c.MaxBandwidth < 0 {
 		c.MaxBandwidth = 0
-	}
-	if c.Output == nil {
-		c.Output = func([]byte) {}
 	}
 	if c.Controller == nil {
 		c.Controller = unlimited{}

@@ -12,17 +12,19 @@
 //
 // # Boundary with conn
 //
-// The engine reads no clock, starts no goroutine, does no I/O, never blocks and is not safe for
-// concurrent use: package conn serialises every call with one mutex per connection and passes the
-// time in. Times are on the monotonic clock; the engine keeps them as durations since
-// Config.Start.
+// The engine reads no clock, starts no goroutine, does no I/O, never blocks, never calls back and
+// is not safe for concurrent use: package conn serialises every call with one mutex per
+// connection and passes the time in. Times are on the monotonic clock; the engine keeps them as
+// durations since Config.Start. Every call only changes state; conn then pulls what it must do and
+// does it after releasing its mutex (effects.go), so no system call and no wait happens under it.
 //
 //   - Application side: Write copies bytes into the bounded send buffer and returns the count
 //     (0 = full: wait for CanWrite; or the connection stopped sending: see Err and PeerClosed).
 //     Read returns in-order bytes: (0, nil) = nothing yet (wait for CanRead); (0, io.EOF) after
-//     the peer's Shutdown once all in-order data has been read; (0, Err()) once broken. Flushed
-//     reports that everything written has been acknowledged (for Close's linger); Shutdown sends
-//     the Shutdown packet, after which nothing more is sent.
+//     the peer's Shutdown once all in-order data has been read; (0, Err()) once broken. Both copy
+//     what they are given: conn bounds each call's chunk. Close starts a close that still delivers
+//     what was written, up to a linger time, then sends Shutdown (close.go); CloseResult says
+//     whether everything written was acknowledged, Done when the engine has nothing more to do.
 //   - Network side: HandlePacket takes one datagram addressed to this connection (data or
 //     control; the source address is conn's to check). Hostile input is dropped and counted in
 //     Stats().Drops, never a panic; nothing a packet says can make the engine allocate more than
@@ -35,14 +37,15 @@
 //     the size fell (send it with fragmentation allowed).
 //   - Path hints: OnPathMTU / OnTooBig (the kernel's path MTU, a send refused with EMSGSIZE) and
 //     OnUnreachable (an ICMP port unreachable: shortens the dead-peer timer, unreachable.go).
+//   - Control packets (ACK, ACK2, NAK, keep-alive, Shutdown), produced by any call (Read included:
+//     a window update), wait in an engine-owned queue; conn takes them with PopControl and sends
+//     them through the same batched writer as data.
 //   - Timers: OnTimer runs whatever timer is due (early or late calls are harmless); NextTimer
 //     tells when to call it next. The ACK timer is also checked after every HandlePacket, so a
 //     busy receiver needs no timer wakeups for its ACKs.
-//   - Control packets (ACK, ACK2, NAK, keep-alive, Shutdown) leave synchronously through
-//     Config.Output during any of these calls, Read included (a window update).
-//
-// conn should re-read Departure and NextTimer after every engine call and re-arm its pacer and
-// timer when they moved earlier.
+//   - Effects returns, after any call, everything conn acts on: Departure (the one source of the
+//     next departure time), NextTimer (the one source of the next timer), the queued control
+//     packets, readiness (CanRead, CanWrite), Err and Done.
 //
 // # Timers
 //

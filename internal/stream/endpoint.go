@@ -94,8 +94,10 @@ type Endpoint struct {
 	pmtu       pmtud         // packet size and path MTU discovery (pmtud.go)
 	err        error
 	peerClosed bool
-	closed     bool
-	ctrl       []byte // scratch for control packets
+	closed     bool       // no more packets are sent (Shutdown sent, or Close found the connection stopped)
+	ctrl       []byte     // scratch for control packets
+	ctrlq      ctrlQueue  // control packets waiting for conn (PopControl)
+	cl         closeState // Close's progress (close.go)
 
 	stats Stats
 	tr    tracing // Config.Tracer (trace.go)
@@ -233,9 +235,10 @@ func (e *Endpoint) PeerClosed() bool { return e.peerClosed }
 func (e *Endpoint) active() bool { return !e.closed && e.err == nil && !e.peerClosed }
 
 // Write copies as much of p as fits into the send buffer and returns the count; 0 means the buffer
-// is full (wait for CanWrite) or the connection no longer sends (check Err and PeerClosed).
+// is full (wait for CanWrite) or the connection no longer sends (check Err and PeerClosed), or
+// Close was called.
 func (e *Endpoint) Write(p []byte) int {
-	if !e.active() {
+	if !e.active() || e.cl.closing {
 		return 0
 	}
 	e.noteAppLimited() // data arriving at an idle sender: what is in flight was app-limited
@@ -282,20 +285,6 @@ func (e *Endpoint) Read(p []byte) (int, error) {
 // CanRead reports whether Read would return data or an error (EOF included).
 func (e *Endpoint) CanRead() bool { return e.rcv.Readable() > 0 || e.peerClosed || e.err != nil }
 
-// Shutdown sends the Shutdown control packet (spec §3.4) once; afterwards the endpoint sends
-// nothing more and ignores incoming packets except the peer's Shutdown, which still sets
-// PeerClosed (conn waits for it to know that its own Shutdown arrived). conn calls it after the
-// linger.
-func (e *Endpoint) Shutdown(now time.Time) {
-	if e.closed {
-		return
-	}
-	if e.err == nil && !e.peerClosed {
-		e.sendShutdown(e.since(now))
-	}
-	e.closed = true
-}
-
 // HandlePacket processes one datagram addressed to this connection. b is used only during the
 // call. Malformed, forged and out-of-window packets are dropped and counted in Stats().Drops.
 func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
@@ -327,6 +316,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		e.checkPendingNAK(t, now)
 		e.checkDeferred(t, now)
 	}
+	e.settle(t)
 }
 
 func (e *Endpoint) onControl(t time.Duration, now time.Time, b []byte) {

@@ -78,7 +78,7 @@ func TestIdleKeepAliveAndDeadPeer(t *testing.T) {
 	}
 }
 
-// Shutdown after the linger ends the peer's stream with io.EOF once all data is read.
+// Shutdown after the close ends the peer's stream with io.EOF once all data is read.
 func TestShutdownEOF(t *testing.T) {
 	l := newLink(4, linkRules{delay: time.Millisecond, loss: 0.05}, linkRules{delay: time.Millisecond, loss: 0.05})
 	newPair(l, pairOpts{isnA: 1, isnB: 2, ccA: &fixedCC{period: 20 * time.Microsecond}})
@@ -89,8 +89,8 @@ func TestShutdownEOF(t *testing.T) {
 	}) {
 		t.Fatal("not flushed")
 	}
-	l.ep[0].Shutdown(l.now)
-	if !l.ep[0].NextTimer().IsZero() || l.ep[0].Write([]byte("x")) != 0 {
+	l.ep[0].Close(l.now, 0)
+	if !l.ep[0].Departure().IsZero() || l.ep[0].Write([]byte("x")) != 0 {
 		t.Fatal("after Shutdown nothing more may be sent")
 	}
 	if !l.run([2]*app{nil, b}, l.now.Add(time.Minute), func() bool { return b.eof }) {

@@ -100,8 +100,8 @@ func TestKeepAliveLongRTTNoStorm(t *testing.T) {
 // in three, so we send about one packet per keep-alive interval and our timer never fires.
 func TestKeepAliveUDT4Peer(t *testing.T) {
 	now := time.Unix(1000, 0)
-	var c capture
-	e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Output: c.output, Start: now}, now)
+	e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Start: now}, now)
+	c := capture{e}
 	ka := ctrlPkt(packet.TypeKeepAlive, 0, 5, 0)
 	wakes := 0
 	end := now.Add(60 * time.Second)
@@ -123,8 +123,8 @@ func TestKeepAliveUDT4Peer(t *testing.T) {
 	t.Logf("UDT4-like peer: %d keep-alives sent in 60 s (%d answers), %d timer wakes", sent, e.Stats().KeepAliveAnswers, wakes)
 }
 
-// With timers armed as conn arms them (lazily: a postponed deadline still wakes the endpoint), an
-// idle pair wakes about 1.5 times per keep-alive interval instead of twice.
+// With timers armed lazily (only ever moved earlier: a postponed deadline still wakes the
+// endpoint), an idle pair wakes about 1.5 times per keep-alive interval instead of twice.
 func TestKeepAliveWakeupsLazyTimers(t *testing.T) {
 	l := idlePair(t, 23, time.Millisecond)
 	l.lazy = true
@@ -144,4 +144,28 @@ func TestKeepAliveWakeupsLazyTimers(t *testing.T) {
 		t.Errorf("the pair woke %v times in 60 s idle with lazy timers, want ≈ 90", l.wakes)
 	}
 	t.Logf("lazy timers, 60 s idle: wakes %v, packets %v", l.wakes, [2]int{l.sent[0] - sent0[0], l.sent[1] - sent0[1]})
+}
+
+// With timers armed exactly, as conn arms them (pacer.Handle.Reschedule after every call), only
+// the leading end's timer fires: an idle pair wakes once per keep-alive interval, with the same
+// packets as above.
+func TestKeepAliveWakeupsExactTimers(t *testing.T) {
+	l := idlePair(t, 23, time.Millisecond)
+	l.wakes = [2]int{}
+	sent0 := l.sent
+	const idle = 60 * time.Second
+	l.run([2]*app{}, l.now.Add(idle), func() bool { return false })
+	for i, e := range l.ep {
+		if e.Err() != nil {
+			t.Fatalf("endpoint %d broke: %v", i, e.Err())
+		}
+		if n := l.sent[i] - sent0[i]; n < 55 || n > 65 {
+			t.Errorf("endpoint %d sent %d packets in 60 s idle", i, n)
+		}
+	}
+	// One wake per interval, with 10 % for the phase settling at the start.
+	if w, want := l.wakes[0]+l.wakes[1], int(idle/l.ep[0].kaInterval); w > want*11/10 {
+		t.Errorf("the pair woke %v times in 60 s idle with exact timers, want ≈ %d", l.wakes, want)
+	}
+	t.Logf("exact timers, 60 s idle: wakes %v, packets %v", l.wakes, [2]int{l.sent[0] - sent0[0], l.sent[1] - sent0[1]})
 }

@@ -86,8 +86,9 @@ type link struct {
 	mtuDrops  [2]int                                // datagrams dropped for exceeding rules[i].mtu
 	frags     [2]int                                // datagrams above rules[i].mtu let through as fragmentable
 	maxDF     [2]int                                // the longest datagram sent with Don't Fragment
-	// lazy arms timers as conn does: moved only earlier after engine calls, re-read when they
-	// fire (a pacer ignores later times), so a postponed deadline still wakes the endpoint.
+	// lazy arms timers as a pacer that only moves them earlier would: moved only earlier after
+	// engine calls, re-read when they fire, so a postponed deadline still wakes the endpoint.
+	// Otherwise they are armed exactly, as conn does.
 	lazy  bool
 	armed [2]time.Time
 }
@@ -196,8 +197,20 @@ func (l *link) fragmentable(i int, b []byte) bool {
 	return !probing || be.Uint32(b) != seq
 }
 
-// output returns the Config.Output of endpoint i.
-func (l *link) output(i int) func([]byte) { return func(b []byte) { l.send(i, b) } }
+// flush puts the control packets endpoint i queued on the wire, as conn does after every call.
+func (l *link) flush(i int) {
+	e := l.ep[i]
+	if e == nil {
+		return
+	}
+	for {
+		b, ok := e.PopControl()
+		if !ok {
+			return
+		}
+		l.send(i, b)
+	}
+}
 
 // app is the application on top of one endpoint: it writes src and reads into dst.
 type app struct {
@@ -216,6 +229,8 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 		bufs[i] = make([]byte, max(l.ep[0].pktSize, l.ep[1].pktSize))
 	}
 	for step := 0; step < 50_000_000; step++ {
+		l.flush(0) // what direct calls between runs queued
+		l.flush(1)
 		// Application work.
 		for i, a := range apps {
 			e := l.ep[i]
@@ -231,6 +246,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			}
 			for e.CanRead() && !a.eof && a.readErr == nil {
 				n, err := e.Read(a.rbuf)
+				l.flush(i) // a window update
 				a.dst = append(a.dst, a.rbuf[:n]...)
 				if err != nil {
 					if err.Error() == "EOF" {
@@ -280,6 +296,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 				l.onDeliver(p.to, l.now, p.buf)
 			}
 			l.ep[p.to].HandlePacket(l.now, p.buf)
+			l.flush(p.to)
 			l.delivered[p.to] = l.now
 			l.pool = append(l.pool, p.buf)
 		}
@@ -288,6 +305,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			if d := l.timerAt(i); !d.IsZero() && !d.After(l.now) {
 				l.wakes[i]++
 				e.OnTimer(l.now)
+				l.flush(i)
 				l.armed[i] = e.NextTimer()
 			}
 			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {

@@ -20,7 +20,7 @@ func newMsgPair(l *link, sendBuf, recvBuf int, cc ...congestion.Factory) {
 		return New(Config{
 			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
 			SendBuffer: sendBuf, RecvBuffer: recvBuf,
-			Controller: ctl, Start: l.now, Output: l.output(i),
+			Controller: ctl, Start: l.now,
 		}, l.now)
 	}
 	l.ep[0] = mk(0, 0x1111, 0x2222, 1<<31-300, 77)

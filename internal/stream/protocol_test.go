@@ -15,11 +15,19 @@ const maxSeq = uint32(seqno.MaxSeq)
 
 func sqAdd(a uint32, n int) uint32 { return uint32(seqno.Seq(a).Add(n)) }
 
-type capture struct{ pkts [][]byte }
+// capture takes the control packets an endpoint queued.
+type capture struct{ e *Endpoint }
 
-func (c *capture) output(b []byte) { c.pkts = append(c.pkts, append([]byte(nil), b...)) }
-
-func (c *capture) take() [][]byte { p := c.pkts; c.pkts = nil; return p }
+func (c *capture) take() [][]byte {
+	var p [][]byte
+	for {
+		b, ok := c.e.PopControl()
+		if !ok {
+			return p
+		}
+		p = append(p, append([]byte(nil), b...))
+	}
+}
 
 func dataPkt(seq, dst uint32, n int) []byte {
 	b := make([]byte, 16+n)
@@ -35,9 +43,9 @@ func dataPkt(seq, dst uint32, n int) []byte {
 // The receiver's NAKs, ACK forms, ACK numbers, buffer field and the ACK2 RTT sample (spec §2.3–2.5).
 func TestReceiverACKAndNAK(t *testing.T) {
 	now := time.Unix(100, 0)
-	var c capture
 	const isn = 1<<31 - 20
-	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Output: c.output, Start: now}, now)
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: now}, now)
+	c := capture{e}
 	full := e.payloadSize
 	// Packets isn..isn+9, then a gap of one (isn+10) and of three (isn+12..isn+14).
 	for i := 0; i < 10; i++ {
@@ -138,11 +146,11 @@ func (r *recordCC) OnLoss(_ time.Time, l congestion.Loss) {
 // and NAK-driven retransmission before new data (spec §2.3, §2.4, §4.3, §6).
 func TestSenderACKNAKAndPairs(t *testing.T) {
 	now := time.Unix(100, 0)
-	var c capture
 	const isn = 1<<31 - 3 // the 4th packet is seq 0: a pair opener (seq&0xF == 0)
 	cc := &recordCC{fixedCC: fixedCC{period: 100 * time.Microsecond}}
 	e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: cc,
-		Output: c.output, Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots, to see the pair
+		Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots, to see the pair
+	c := capture{e}
 	src := randomBytes(1, 10*e.payloadSize+100)
 	if e.Write(src) != len(src) {
 		t.Fatal("short write")

@@ -39,6 +39,7 @@ type Stats struct {
 	PMTUProbeLosses   uint64 // of which lost
 	PMTUBlackHoles    uint64 // falls back to the base size after a retransmission timeout
 	PathMTUChanges    uint64 // times the packet size changed
+	CtrlQueueDrops    uint64 // control packets dropped because the caller did not drain PopControl (a bug if non-zero)
 
 	BytesSent    uint64 // payload bytes sent, retransmissions included
 	BytesRecv    uint64 // payload bytes accepted into the receive buffer

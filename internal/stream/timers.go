@@ -28,15 +28,18 @@ func (e *Endpoint) rtoInterval() time.Duration {
 }
 
 // OnTimer runs every timer that is due at now: dead-peer detection, the ACK timer, the periodic
-// NAK, the retransmission timeout and the keep-alive. Calling it early or late is harmless.
+// NAK, the retransmission timeout, the keep-alive and, while closing, the linger deadline and the
+// Shutdown re-sends. Calling it early or late is harmless.
 func (e *Endpoint) OnTimer(now time.Time) {
+	t := e.since(now)
 	if !e.active() {
+		e.closeTimer(t)
 		return
 	}
-	t := e.since(now)
 	e.traceAt(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
 		e.err = &PeerIdleError{Idle: idle}
+		e.settle(t)
 		return
 	}
 	if e.checkUnreachable(t) {
@@ -54,6 +57,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		e.kaTimer = t
 		e.trim()
 	}
+	e.settle(t)
 }
 
 // Keep-alives (spec §2.2, §4.5; SRT's 1 s period, spec §9.5).
@@ -66,11 +70,12 @@ func (e *Endpoint) OnTimer(now time.Time) {
 // a timer wakeup, so an end that receives a keep-alive while it has sent nothing for 3T/4
 // answers it at once, from the receive path, and its own keep-alive timer then waits 2T instead
 // of T (a fallback for when the peer's keep-alives stop). The ends settle into one leading, on
-// its timer every T, and one answering, whose timer (re-armed lazily: a pacer ignores later
-// times, so a stale deadline still wakes it) fires about every 2T instead of every T and finds
-// nothing to do. When both timers fire about together (the keep-alives cross: the peer's arrives
-// within 3T/4 of our own), the end with the lower socket ID takes the longer wait once, so that
-// the peer's next keep-alive arrives first and is answered.
+// its timer every T, and one answering, whose timer never fires while the answers keep moving
+// it on (conn re-arms it exactly after every call: one wakeup per T per pair; a timer that is
+// only ever moved earlier would still fire about every 2T and find nothing to do). When both
+// timers fire about together (the keep-alives cross: the peer's arrives within 3T/4 of our own),
+// the end with the lower socket ID takes the longer wait once, so that the peer's next
+// keep-alive arrives first and is answered.
 //
 // Bounds: the packets are the same (one per T each way). An answering end still sends at least
 // every 2T if the leader's keep-alives stop: ≥ 4 packets per IdleTimeout of a peer configured as
@@ -169,11 +174,12 @@ func (e *Endpoint) peerAnswered() {
 	e.stats.GoBackN++
 }
 
-// NextTimer returns when OnTimer should run next; zero means never (the connection is closed or
-// broken). An idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
+// NextTimer returns when OnTimer should run next; zero means never (the connection is broken, or
+// closed and Done; a closing one also wakes at its linger deadline and to re-send Shutdown). An
+// idle, fully acknowledged connection arms only the keep-alive and dead-peer timers.
 func (e *Endpoint) NextTimer() time.Time {
 	if !e.active() {
-		return time.Time{}
+		return e.closeTimerAt()
 	}
 	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveDue())
 	if d, ok := e.unreachableDue(); ok {
@@ -194,7 +200,7 @@ func (e *Endpoint) NextTimer() time.Time {
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())
 	}
-	return e.at(next)
+	return e.at(e.lingerTimer(next))
 }
 
 // trim returns the buffers' spare pages to the shared pool when the connection has been idle for

@@ -28,7 +28,7 @@ func newPair(l *link, o pairOpts) {
 		return New(Config{
 			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN,
 			MSS: o.mss, PeerFlowWindow: o.flow, SendBuffer: o.sendBuf, RecvBuffer: o.recvBuf,
-			Controller: cc, IdleTimeout: o.idle, Start: l.now, Output: l.output(i), PathMTU: o.pmtu,
+			Controller: cc, IdleTimeout: o.idle, Start: l.now, PathMTU: o.pmtu,
 		}, l.now)
 	}
 	l.ep[0] = mk(0, 0x1111, 0x2222, o.isnA, o.isnB, o.ccA)
@@ -156,7 +156,7 @@ func TestMaxBandwidth(t *testing.T) {
 	l := newLink(14, linkRules{delay: time.Millisecond}, linkRules{delay: time.Millisecond})
 	newPair(l, pairOpts{isnA: 1, isnB: 2})
 	l.ep[0] = New(Config{LocalID: 0x1111, PeerID: 0x2222, ISN: 1, PeerISN: 2, MaxBandwidth: 1e6,
-		Start: l.now, Output: l.output(0)}, l.now)
+		Start: l.now}, l.now)
 	start := l.now
 	transfer(t, l, 500_000, false, time.Minute)
 	pkts := (500_000 + 1455) / 1456

@@ -9,7 +9,8 @@ import (
 )
 
 // Control packets are encoded and decoded with package packet into the Endpoint's scratch
-// buffers; data headers are written in place into the pacer's buffers. Nothing here allocates.
+// buffers and queued for conn (effects.go); data headers are written in place into the pacer's
+// buffers. Nothing here allocates in steady state.
 
 const ffSolo = 3 << 30 // FF = 11: the only packet of its message (spec §1.2)
 
@@ -28,13 +29,16 @@ func (e *Endpoint) ctrlHeader(t time.Duration) packet.ControlHeader {
 	return packet.ControlHeader{Timestamp: timestamp(t), DstSocketID: e.cfg.PeerID}
 }
 
-// emit hands an encoded control packet to Output.
+// emit queues an encoded control packet for conn (PopControl).
 func (e *Endpoint) emit(t time.Duration, b []byte, err error) {
 	if err != nil { // our own encoding: cannot happen with the values we build
 		e.stats.EncodeErrors++
 		return
 	}
-	e.cfg.Output(b)
+	if !e.ctrlq.push(b) {
+		e.stats.CtrlQueueDrops++
+		return
+	}
 	e.lastSend = t
 	e.stats.CtrlSent++
 }
