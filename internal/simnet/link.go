@@ -17,7 +17,7 @@ type LinkConfig struct {
 	// JitterReorders lets jitter reorder packets: each packet's arrival is independent.
 	JitterReorders bool
 	// JitterHold, if positive, keeps one jitter draw for every packet that leaves the queue
-	// stage within the same JitterHold-long slot of the clock, so the delay varies over time
+	// stage within the same JitterHold-long slot of time (from the link's creation), so the delay varies over time
 	// (as a scheduled or shared-medium hop's does, slot by slot) instead of per packet. Without
 	// it, FIFO jitter vanishes at high packet rates: each arrival waits for the latest of many
 	// recent draws, so the delay stays close to Jitter and hardly varies.
@@ -44,7 +44,8 @@ type LinkConfig struct {
 	// Used only with a Rate.
 	BucketBytes int
 	// ReleaseEvery, if positive, holds each packet that leaves the queue stage (or enters the
-	// link, without a Rate) until the next multiple of ReleaseEvery on the clock, then releases
+	// link, without a Rate) until the next multiple of ReleaseEvery since the link was created
+	// (the ticks of links created together are in phase), then releases
 	// everything held at once, in order: a relay, virtualised router or middlebox that forwards
 	// on a coarse timer tick. Behind a Rate each release carries about Rate·ReleaseEvery of
 	// packets back to back; on a return path it aggregates ACKs. Held packets have left the
@@ -129,6 +130,7 @@ type Link struct {
 	qbytes    int
 	st        LinkStats
 
+	epoch   time.Time     // creation: the origin of ReleaseEvery's ticks and JitterHold's slots
 	jitSlot int64         // JitterHold: the clock slot of jitDraw, +1 (0: none yet)
 	jitDraw time.Duration // JitterHold: the current slot's jitter
 }
@@ -305,7 +307,7 @@ func (l *Link) transmit(p *packet, hop int, now time.Time) {
 		l.st.MaxQueuedBytes = max(l.st.MaxQueuedBytes, l.qbytes)
 	}
 	if c.ReleaseEvery > 0 {
-		dep = nextTick(dep, c.ReleaseEvery)
+		dep = nextTick(dep, l.epoch, c.ReleaseEvery)
 	}
 	arr := dep.Add(c.Delay)
 	if c.Jitter > 0 {
