@@ -1,7 +1,8 @@
 // Package udprelay is a lossy UDP relay on real sockets, for tests of the transport over real
 // UDP: clients send to the relay's address, the relay forwards to a fixed server and the
-// server's answers back to each client, dropping, duplicating, delaying and reordering
-// datagrams on the way and counting what it did.
+// server's answers back to each client, dropping, duplicating, rate-limiting (a serial link with
+// a drop-tail queue), delaying, releasing in batches on a coarse tick and reordering datagrams on
+// the way, and counting what it did.
 //
 // Each client address gets its own upstream socket (like a NAT mapping), so the server sees one
 // distinct source per client and many clients can share a relay. Every goroutine (one reader
