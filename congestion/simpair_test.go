@@ -9,7 +9,7 @@ package congestion_test
 // that start 30 s after the late flow joined; the table also gives the link's utilisation.
 //
 // Full runs (go test without -short) assert for controllers outside the baseline; -short runs
-// one scenario of each kind, shorter and once, and only reports. UDT_SIM_CC and UDT_SIM_RUNS
+// one scenario of each kind, once and for 12 s, and only reports. UDT_SIM_CC and UDT_SIM_RUNS
 // apply as for TestSimGrid.
 
 import (
@@ -138,7 +138,7 @@ func runPair(t *testing.T, ps pairScenario, ctl simController, seed uint64, dur 
 func TestSimTwoFlows(t *testing.T) {
 	runs, dur := envInt("UDT_SIM_RUNS", 3), pairJoin+pairAfter+pairSpan
 	if testing.Short() {
-		runs, dur = 1, 15*time.Second
+		runs, dur = 1, 12*time.Second
 	}
 	for _, ctl := range simControllersUnderTest(t) {
 		var mu sync.Mutex
