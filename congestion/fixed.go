@@ -115,7 +115,7 @@ func perPacket(size float64, rate int64) time.Duration {
 //		cc = congestion.WithMaxBandwidth(cc, cfg.MaxBandwidth)
 //	}
 //
-// If bytesPerSec ≤ 0 it returns c itself. The returned Controller also has Unwrap() Controller,
+// If c is a DeliveryController, so is the result. If bytesPerSec ≤ 0 it returns c itself. The returned Controller also has Unwrap() Controller,
 // which returns c (e.g. to read a *Native's SlowStart).
 func WithMaxBandwidth(c Controller, bytesPerSec int64) Controller {
 	if bytesPerSec <= 0 {
@@ -123,8 +123,19 @@ func WithMaxBandwidth(c Controller, bytesPerSec int64) Controller {
 	}
 	m := &maxBandwidth{Controller: c, bps: bytesPerSec}
 	m.min = MinPeriod(bytesPerSec, defaultMSS)
+	if d, ok := c.(DeliveryController); ok {
+		return &maxBandwidthDelivery{maxBandwidth: m, d: d}
+	}
 	return m
 }
+
+// maxBandwidthDelivery is the wrapper of a DeliveryController: it forwards OnDelivery too.
+type maxBandwidthDelivery struct {
+	*maxBandwidth
+	d DeliveryController
+}
+
+func (m *maxBandwidthDelivery) OnDelivery(now time.Time, d Delivery) { m.d.OnDelivery(now, d) }
 
 // maxBandwidth is the wrapper WithMaxBandwidth returns.
 type maxBandwidth struct {

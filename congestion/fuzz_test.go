@@ -175,3 +175,44 @@ func FuzzLossTolerant(f *testing.F) {
 		})
 	})
 }
+
+// FuzzBBR feeds BBR hostile event streams, delivery samples included (negative, huge, out of
+// order in time): its State stays a valid decision (Period in [1 ns, 1 s], Window in [4,
+// NoWindowLimit], no NaN) and its model finite.
+func FuzzBBR(f *testing.F) {
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 2)))
+		r := byteReader(data)
+		now := t0
+		b.Init(now, Params{MSS: int(int16(r.u64(2)))})
+		var total int64
+		for step := 0; len(r) > 0 && step < 2000; step++ {
+			now = now.Add(time.Duration(int16(r.u64(2))) * 100 * time.Microsecond) // may go backwards
+			switch r.u64(1) % 4 {
+			case 0, 1:
+				newly := r.scaled()
+				total += newly
+				b.OnDelivery(now, Delivery{
+					Delivered: r.scaled(), Interval: time.Duration(r.scaled()), AppLimited: r.u64(1)&1 == 1,
+					RTT: time.Duration(r.scaled()), PriorDelivered: total - r.scaled(), TxInFlight: r.scaled(),
+					LostSinceSent: r.scaled(), NewlyDelivered: newly, NewlyLost: r.scaled(),
+					LostSentLast: now.Add(-time.Duration(r.scaled())), LostTxInFlight: r.scaled(),
+					TotalDelivered: total, InFlight: r.scaled(), PriorInFlight: r.scaled(),
+					CwndLimited: r.u64(1)&1 == 1, PacketSize: int(int16(r.u64(2))),
+				})
+			case 2:
+				b.OnPacketSent(now, uint32(r.u64(4)), int(int16(r.u64(2))))
+			case 3:
+				b.OnTimeout(now)
+			}
+			s := b.State()
+			if s.Period < time.Nanosecond || s.Period > time.Second || math.IsNaN(s.Window) || s.Window < bbrMinPipePackets || s.Window > NoWindowLimit {
+				t.Fatalf("step %d: State %+v", step, s)
+			}
+			if math.IsNaN(b.bw) || math.IsNaN(b.cwnd) || math.IsNaN(b.pacingRate) || math.IsNaN(b.inflightHi) {
+				t.Fatalf("step %d: NaN in the model: bw %v cwnd %v pacing %v inflight_hi %v", step, b.bw, b.cwnd, b.pacingRate, b.inflightHi)
+			}
+		}
+	})
+}

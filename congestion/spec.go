@@ -17,7 +17,8 @@ const MaxRate = 1e15
 // ParseSpec parses a controller name as given on a command line (udtperf's -cc flag) and returns
 // its Factory:
 //
-//	udt, native    the native controller, NativeFactory()
+//	bbr            the default, model-based controller, BBRFactory()
+//	udt, native    UDT 4.11's native controller, NativeFactory()
 //	udt-lt         the loss-tolerant native controller, LossTolerantFactory()
 //	fixed:RATE     a fixed-rate controller, FixedFactory(ParseRate(RATE)), e.g. fixed:500mbit
 //
@@ -26,6 +27,11 @@ const MaxRate = 1e15
 func ParseSpec(s string) (Factory, error) {
 	name, arg, hasArg := strings.Cut(strings.TrimSpace(s), ":")
 	switch strings.ToLower(name) {
+	case "bbr":
+		if hasArg {
+			return nil, fmt.Errorf("congestion: controller %q takes no argument", s)
+		}
+		return BBRFactory(), nil
 	case "udt", "native":
 		if hasArg {
 			return nil, fmt.Errorf("congestion: controller %q takes no argument", s)
@@ -46,7 +52,7 @@ func ParseSpec(s string) (Factory, error) {
 		}
 		return FixedFactory(r), nil
 	}
-	return nil, fmt.Errorf("congestion: unknown controller %q (want udt, udt-lt or fixed:RATE)", s)
+	return nil, fmt.Errorf("congestion: unknown controller %q (want bbr, udt, udt-lt or fixed:RATE)", s)
 }
 
 // rateUnits maps a lower-case unit suffix to its multiplier in bit/s.

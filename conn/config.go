@@ -61,8 +61,10 @@ type Config struct {
 	// comparisons; default off (late packets catch up in bounded bursts).
 	StrictPacing bool
 
-	// Congestion makes the congestion controller of each connection. Default: UDT's native DAIMD
-	// (congestion.NativeFactory).
+	// Congestion makes the congestion controller of each connection. Default: congestion.BBR, a
+	// model-based controller (BBRv3-style, from the sender's own delivery-rate samples) that
+	// takes random loss below the path's congestion level for what it is. UDT 4.11's native
+	// DAIMD (congestion.NativeFactory) is there for compatibility experiments.
 	Congestion congestion.Factory
 
 	// MaxBandwidth caps the sending rate in bytes/s (UDT_MAXBW, spec §5.5). 0 means no cap.
@@ -132,7 +134,7 @@ func (c *Config) resolved() (Config, error) {
 		r.Pacer = pacer.DefaultWaiter
 	}
 	if r.Congestion == nil {
-		r.Congestion = congestion.NativeFactory()
+		r.Congestion = congestion.BBRFactory()
 	}
 	if r.MaxBandwidth < 0 {
 		return r, fmt.Errorf("udt: Config.MaxBandwidth %d is negative", r.MaxBandwidth)

@@ -320,3 +320,14 @@ func mulSat(a, b int64) int64 {
 	}
 	return int64(lo)
 }
+
+// Restart forgets the catch-up credit: the next departure is no earlier than now. A sender that
+// was held back by its window or had nothing to send calls it when it can send again, so that
+// the time it was blocked is not repaid as a burst (as Linux's TCP pacing, which never lets its
+// next departure time fall behind the clock).
+func (s *Scheduler) Restart(now time.Time) {
+	t := s.ns(now)
+	if !s.started || s.next < t {
+		s.started, s.next, s.rem = true, t, 0
+	}
+}

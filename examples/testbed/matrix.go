@@ -33,15 +33,19 @@ func (s Scenario) String() string {
 
 // Protocol names in the matrix (Row.Protocol).
 const (
-	protoUDT      = "udt"    // udtperf -proto udt: the native controller (UDT 4.11's DAIMD)
-	protoUDTLT    = "udt-lt" // udtperf -proto udt -cc udt-lt: the loss-tolerant controller
-	protoTCPCubic = "tcp-cubic"
-	protoTCPBBR   = "tcp-bbr"
-	protoQUIC     = "quic"
+	protoUDT       = "udt"        // udtperf -proto udt: the default controller (bbr)
+	protoUDTNative = "udt-native" // udtperf -proto udt -cc udt: UDT 4.11's native DAIMD
+	protoUDTLT     = "udt-lt"     // udtperf -proto udt -cc udt-lt: the loss-tolerant DAIMD
+	protoTCPCubic  = "tcp-cubic"
+	protoTCPBBR    = "tcp-bbr"
+	protoQUIC      = "quic"
 )
 
 // allProtocols is the matrix's protocol axis in table order.
-var allProtocols = []string{protoUDT, protoUDTLT, protoTCPCubic, protoTCPBBR, protoQUIC}
+var allProtocols = []string{protoUDT, protoUDTNative, protoUDTLT, protoTCPCubic, protoTCPBBR, protoQUIC}
+
+// udtCC maps the matrix's udt variants to udtperf's -cc value ("" = udtperf's default).
+var udtCC = map[string]string{protoUDT: "", protoUDTNative: "udt", protoUDTLT: "udt-lt"}
 
 // scenarios returns the matrix: rate 100 Mbit/s × RTT 0, 20, 100 ms × loss
 // 0, 0.1, 1 %; quick: 100 Mbit/s · 100 ms · 0 and 1 %.
@@ -59,11 +63,11 @@ func scenarios(quick bool) []Scenario {
 }
 
 // selectProtocols parses -protocols (comma-separated; empty = the default
-// set: all of them, or udt, udt-lt and tcp-cubic with -quick).
+// set: all of them, or udt, tcp-bbr and tcp-cubic with -quick).
 func selectProtocols(list string, quick bool) ([]string, error) {
 	if list == "" {
 		if quick {
-			return []string{protoUDT, protoUDTLT, protoTCPCubic}, nil
+			return []string{protoUDT, protoTCPBBR, protoTCPCubic}, nil
 		}
 		return slices.Clone(allProtocols), nil
 	}
@@ -86,7 +90,7 @@ func selectProtocols(list string, quick bool) ([]string, error) {
 
 // Row is one transfer of the matrix; the JSON names are stable.
 type Row struct {
-	Protocol    string  `json:"protocol"`      // udt, udt-lt, tcp-cubic, tcp-bbr, quic
+	Protocol    string  `json:"protocol"`      // udt, udt-native, udt-lt, tcp-cubic, tcp-bbr, quic
 	RateMbps    float64 `json:"rate_mbps"`     // set bottleneck rate, Mbit/s (IP bytes)
 	RTTms       float64 `json:"rtt_ms"`        // set round-trip delay, ms
 	LossPct     float64 `json:"loss_pct"`      // set loss per direction, %

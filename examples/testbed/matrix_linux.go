@@ -66,7 +66,7 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 			} else {
 				runners[p] = tcpRunner{"bbr"}
 			}
-		case protoUDT, protoUDTLT, protoQUIC:
+		case protoUDT, protoUDTNative, protoUDTLT, protoQUIC:
 			if bin == "" && binErr == nil {
 				if bin = o.matrix.udtperf; bin == "" {
 					fmt.Fprintln(os.Stderr, "building examples/udtperf…")

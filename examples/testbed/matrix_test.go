@@ -33,10 +33,10 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestSelectProtocols(t *testing.T) {
-	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-lt,tcp-cubic,tcp-bbr,quic" {
+	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-native,udt-lt,tcp-cubic,tcp-bbr,quic" {
 		t.Errorf("default = %v", p)
 	}
-	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,udt-lt,tcp-cubic" {
+	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,tcp-bbr,tcp-cubic" {
 		t.Errorf("quick = %v", p)
 	}
 	if p, err := selectProtocols("cubic, BBR,cubic", false); err != nil || strings.Join(p, ",") != "tcp-cubic,tcp-bbr" {

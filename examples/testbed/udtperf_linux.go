@@ -49,7 +49,7 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 // udtperfRunner runs one udtperf transfer A→B with -proto proto.
 type udtperfRunner struct {
 	bin   string
-	proto string // udt, udt-lt (udt with -cc udt-lt) or quic
+	proto string // udt, udt-native, udt-lt (udt with udtCC's -cc) or quic
 }
 
 func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) (Row, error) {
@@ -70,9 +70,11 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	case <-time.After(500 * time.Millisecond):
 	}
 	args := []string{"client", "-connect", listen, "-proto", r.proto, "-time", dur.String(), "-json", "-no-progress"}
-	if r.proto == protoUDTLT {
+	if cc, ok := udtCC[r.proto]; ok {
 		args[4] = protoUDT
-		args = append(args, "-cc", "udt-lt")
+		if cc != "" {
+			args = append(args, "-cc", cc)
+		}
 	}
 	cli := tb.Command(ctx, HostA, r.bin, args...)
 	var stdout, stderr bytes.Buffer
@@ -82,7 +84,7 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	}
 	werr := cli.Wait()
 	want := r.proto
-	if want == protoUDTLT {
+	if _, ok := udtCC[want]; ok {
 		want = protoUDT
 	}
 	row, perr := parseUdtperfJSON(stdout.Bytes(), want)

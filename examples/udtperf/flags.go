@@ -35,7 +35,7 @@ type transportFlags struct {
 
 func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
-	fs.StringVar(&t.cc, "cc", "udt", "udt congestion control: udt (native DAIMD), udt-lt (loss-tolerant) or fixed:RATE (e.g. fixed:500mbit)")
+	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD), udt-lt (loss-tolerant DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
 	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
 	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")

@@ -21,8 +21,9 @@ type Endpoint struct {
 	cfg         Config
 	start       time.Time
 	cc          congestion.Controller
-	pktSize     int // MSS − 28: the largest datagram
-	payloadSize int // MSS − 44: the largest payload
+	dcc         congestion.DeliveryController // cc, when it takes delivery samples; else nil
+	pktSize     int                           // MSS − 28: the largest datagram
+	payloadSize int                           // MSS − 44: the largest payload
 	minPeriod   time.Duration
 	kaInterval  time.Duration
 
@@ -39,6 +40,7 @@ type Endpoint struct {
 	ccACKInterval  int
 	ccRTO          time.Duration
 	pairNext       bool              // the previous packet opened a packet pair: the next leaves at once
+	blocked        bool              // Release last stopped with nothing sendable (window, data)
 	peerRates      arrival.PeerRates // smoothed receiver estimates from full ACKs (spec §6.3)
 	rtoBase        time.Duration
 	rtoCount       int
@@ -47,6 +49,7 @@ type Endpoint struct {
 	ack            packet.ACK         // scratch for decoding and encoding ACKs
 	nakRanges      []packet.SeqRange  // scratch for decoding NAKs
 	lossRanges     []congestion.Range // scratch for Controller.OnLoss
+	dlv            *deliveryTracker   // the sender's own delivery accounting (delivery.go)
 
 	// Receiver (spec §4.4). rcv holds the window: rcv.ReadSeq() is the first sequence number not
 	// yet consumed by Read, rcv.AckSeq() the first missing one (the ACK number), rcv.Cap() the
@@ -114,6 +117,8 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.sloss = losslist.NewSender(isn, cfg.PeerFlowWindow)
 	e.sched = pacer.NewScheduler(pacer.SchedulerConfig{Burst: cfg.Burst, Strict: cfg.StrictPacing})
 	e.sndLastDataAck = isn
+	e.dlv = newDeliveryTracker(isn, e.snd.Cap())
+	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
 	e.rtoBase = t
 
 	e.rcv = buffer.NewRecvBuffer(cfg.RecvBuffer, e.payloadSize, peerISN)
@@ -226,6 +231,7 @@ func (e *Endpoint) Write(p []byte) int {
 	if !e.active() {
 		return 0
 	}
+	e.noteAppLimited() // data arriving at an idle sender: what is in flight was app-limited
 	n := e.snd.Write(p)
 	e.stats.BytesWritten += uint64(n)
 	return n

@@ -34,7 +34,42 @@ func (e *Endpoint) sendable() bool {
 	if e.sloss.Len() > 0 {
 		return true
 	}
-	return e.snd.Unsent() > 0 && e.inFlight() < e.window()
+	if e.snd.Unsent() == 0 {
+		return false
+	}
+	if e.dcc != nil {
+		// A delivery-based controller's window bounds the packets in the network (neither
+		// delivered nor declared lost); the flow window bounds what the peer must buffer.
+		return e.inFlight() < e.flowWindow && (e.cwnd == 0 || e.dlv.inflightPkts < e.cwnd)
+	}
+	return e.inFlight() < e.window()
+}
+
+// noteAppLimited notes why the sender stopped: held back by the congestion window, or
+// application-limited when it has nothing it may send while the congestion window would allow more (draft-cheng-iccrg-delivery-rate-
+// estimation §3.4): no data (or none within the peer's flow window, which is the receiving
+// application's limit, not the path's) and no retransmission pending.
+func (e *Endpoint) noteAppLimited() {
+	if e.dcc == nil || !e.active() || e.sloss.Len() > 0 {
+		return
+	}
+	if e.cwnd > 0 && e.dlv.inflightPkts >= e.cwnd {
+		e.dlv.cwndLimited = true
+		return
+	}
+	if e.snd.Unsent() == 0 || e.inFlight() >= e.flowWindow {
+		e.dlv.markAppLimited()
+	}
+}
+
+// deliveryDone ends a delivery-accounting event and tells a delivery-based controller about it.
+func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
+	e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
+	s, ok := e.dlv.sample(t, e.start, e.pktSize)
+	if ok && e.dcc != nil {
+		e.dcc.OnDelivery(now, s)
+		e.applyCC()
+	}
 }
 
 // Departure returns when the next data packet may leave: a time at or before now means at once,
@@ -59,11 +94,21 @@ func (e *Endpoint) Departure() time.Time {
 // successor taking the next slot of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	t := e.since(now)
+	if e.dcc != nil {
+		e.dlv.imply(t, e.rtt.RTT(), e.rtt.RTTVar())
+	}
 	n := 0
 	for n < len(bufs) {
 		if !e.sendable() {
 			e.pairNext = false
+			e.noteAppLimited()
+			e.blocked = true
 			return n, time.Time{}
+		}
+		if e.blocked {
+			// Sendable again after a window or application stall: no catch-up for the stall.
+			e.blocked = false
+			e.sched.Restart(now)
 		}
 		if e.pairNext {
 			e.sched.Force(now, 1)
@@ -118,6 +163,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 	if retrans {
 		e.stats.PktRetrans++
 	}
+	e.dlv.onSend(seq, l, t, retrans)
 	e.cc.OnPacketSent(now, uint32(seq), l)
 	e.applyCC()
 	return l, probe
@@ -128,7 +174,9 @@ func (e *Endpoint) addLoss(first, last seqno.Seq) int {
 	n, err := e.sloss.Insert(first, last)
 	if err != nil { // validated by the callers: cannot happen
 		e.stats.Drops.ForgedNAK++
+		return n
 	}
+	e.dlv.onLost(first, last)
 	return n
 }
 
@@ -139,6 +187,8 @@ func (e *Endpoint) advanceAck(t time.Duration, ack seqno.Seq) {
 		e.stats.Drops.ForgedACK++
 		return
 	}
+	// An ACK is late beyond the smoothed round trip and the ACK period (SYN, UDT's delayed ACK).
+	e.dlv.onCumAck(ack, t, e.rtt.RTT(), e.rtt.RTT()+SYN)
 	e.sloss.RemoveBefore(ack)
 	e.rtoBase = t
 	// Progress that only the timer's own repair explains (the ACK moved no further than the
@@ -165,12 +215,14 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		e.stats.Drops.ForgedACK++
 		return false
 	}
+	e.dlv.begin()
 	if a.Form == packet.ACKLight { // self-clocking only (spec §2.3)
 		e.stats.LightACKRecv++
 		if d := seqno.Offset(e.sndLastAck(), ack); d > 0 {
 			e.flowWindow = max(e.flowWindow-d, 0)
 			e.advanceAck(t, ack)
 		}
+		e.deliveryDone(t, now)
 		return true
 	}
 	e.stats.ACKRecv++
@@ -183,6 +235,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 		}
 	}
+	e.deliveryDone(t, now)
 	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
 	}
@@ -227,10 +280,37 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	}
 	e.lossRanges = lr
 	e.stats.NAKRecv++
-	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
-	e.applyCC()
+	e.dlv.begin()
 	for _, r := range rs {
 		e.stats.SndLoss += uint64(e.addLoss(seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last)))
 	}
+	e.nakFrontier(e.since(now), rs)
+	e.deliveryDone(e.since(now), now)
+	e.cc.OnLoss(now, congestion.Loss{Ranges: lr, CurrSeq: uint32(curr)})
+	e.applyCC()
 	return true
+}
+
+// nakFrontier reads a NAK as a selective acknowledgement (delivery.go): the packet after its
+// highest range has reached the receiver, and so has every earlier one the NAK does not name and
+// that was never reported lost.
+func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
+	if len(rs) == 0 {
+		return
+	}
+	top := seqno.SeqFromWire(rs[0].Last)
+	for _, r := range rs[1:] {
+		top = seqno.Max(top, seqno.SeqFromWire(r.Last))
+	}
+	if seqno.Offset(top, e.sndCurrSeq()) <= 0 {
+		return // the NAK names the last packet sent: nothing after it can have arrived
+	}
+	e.dlv.onNAKFrontier(top.Inc(), func(s seqno.Seq) bool {
+		for _, r := range rs {
+			if seqno.Offset(seqno.SeqFromWire(r.First), s) >= 0 && seqno.Offset(s, seqno.SeqFromWire(r.Last)) >= 0 {
+				return true
+			}
+		}
+		return false
+	}, t)
 }

@@ -106,6 +106,8 @@ func (e *Endpoint) answerKeepAlive(t time.Duration) {
 // NAK or retransmission is otherwise recovered one hole per expiry. Nothing is re-queued while
 // the loss list is non-empty (retransmissions are still pending).
 func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
+	e.dlv.begin()
+	defer e.deliveryDone(t, now)
 	e.rtoCount++
 	e.rtoBase = t
 	if e.rtoCount > 1 {
@@ -120,8 +122,10 @@ func (e *Endpoint) onRTO(t time.Duration, now time.Time) {
 	}
 	first, last := e.sndLastAck(), e.sndCurrSeq()
 	if e.rtoCount <= 2 {
-		e.addLoss(first, first)
-		e.addLoss(last, last)
+		// Probes re-send two packets without declaring them lost: the delivery accounting
+		// keeps them in flight (a probe is no evidence of loss).
+		e.sloss.Insert(first, first)
+		e.sloss.Insert(last, last)
 	} else {
 		e.addLoss(first, last)
 	}
@@ -154,4 +158,5 @@ func (e *Endpoint) NextTimer() time.Time {
 func (e *Endpoint) trim() {
 	e.snd.Trim()
 	e.rcv.Trim()
+	e.dlv.trim()
 }

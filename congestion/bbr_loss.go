@@ -1,0 +1,71 @@
+package congestion
+
+import (
+	"math"
+	"time"
+)
+
+// lossWindow estimates the path's background loss rate: bytes lost and sent over the loss rounds
+// of the last 10 s (BBR's RTprop window, over which the path is taken as stationary) that were
+// neither probing nor congested, in one-second buckets.
+type lossWindow struct {
+	bucket [lossBuckets]struct {
+		sec         int64 // the second (since the Unix epoch's monotonic origin) the bucket counts
+		lost, total float64
+	}
+}
+
+const (
+	lossBuckets      = 10 // × lossBucketLength = bbrMinRTTFilterLen
+	lossBucketLength = bbrMinRTTFilterLen / lossBuckets
+)
+
+func bucketSecond(now time.Time) int64 { return now.UnixNano() / int64(lossBucketLength) }
+
+// add counts a round's lost and total bytes.
+func (w *lossWindow) add(now time.Time, lost, total float64) {
+	s := bucketSecond(now)
+	bk := &w.bucket[uint64(s)%lossBuckets]
+	if bk.sec != s {
+		bk.sec, bk.lost, bk.total = s, 0, 0
+	}
+	bk.lost += lost
+	bk.total += total
+}
+
+// sum returns the window's lost and total bytes.
+func (w *lossWindow) sum(now time.Time) (lost, total float64) {
+	s := bucketSecond(now)
+	for _, bk := range w.bucket {
+		if s-bk.sec < lossBuckets {
+			lost += bk.lost
+			total += bk.total
+		}
+	}
+	return lost, total
+}
+
+// excess reports whether lost of total bytes is a loss rate above the background rate by more
+// than bbrLossThresh, at bbrLossSigma standard errors: a one-sided two-proportion z-test in units
+// of packets of pkt bytes, with the pooled proportion's variance. Without a background yet the
+// test is against bbrLossThresh alone, with the variance of that rate. Less than one lost packet
+// is never excessive.
+func (w *lossWindow) excess(now time.Time, lost, total, pkt float64) bool {
+	n, l := total/pkt, lost/pkt
+	if l < 1 || n <= 0 {
+		return false
+	}
+	bgLost, bgTotal := w.sum(now)
+	nb, lb := bgTotal/pkt, bgLost/pkt
+	r := l / n
+	var bg, se float64
+	if nb >= 1 {
+		bg = lb / nb
+		p := (l + lb) / (n + nb)
+		se = math.Sqrt(p * (1 - p) * (1/n + 1/nb))
+	} else {
+		q := bbrLossThresh
+		se = math.Sqrt(q * (1 - q) / n)
+	}
+	return r-bg-bbrLossThresh > bbrLossSigma*se
+}

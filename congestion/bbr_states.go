@@ -1,0 +1,377 @@
+package congestion
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"time"
+)
+
+// BBR's state machine (draft-ietf-ccwg-bbr-01 §4.3) and its congestion signals (§4.5.10).
+
+// steadyState reports whether the last state change settled the flow (CRUISE or ProbeRTT).
+func (b *BBR) steadyState() bool { return b.state == bbrProbeBWCruise || b.state == bbrProbeRTT }
+
+func (s bbrState) probeBW() bool { return s >= bbrProbeBWDown && s <= bbrProbeBWUp }
+
+// probing reports the states that send above the model on purpose (the draft's BBRIsProbingBW):
+// their losses do not lower the short-term bounds and do not teach the background loss rate.
+func (s bbrState) probing() bool {
+	return s == bbrStartup || s == bbrProbeBWRefill || s == bbrProbeBWUp
+}
+
+func (b *BBR) enterStartup() {
+	b.state = bbrStartup
+	b.pacingGain, b.cwndGain = bbrStartupPacingGain, bbrStartupCwndGain
+}
+
+// checkFullBwReached detects a bandwidth plateau (draft §4.3.1.2): three rounds in which no
+// sample grew by 25 %.
+func (b *BBR) checkFullBwReached(d Delivery, rate float64) {
+	if b.fullBwNow || d.AppLimited || rate <= 0 && !b.roundStart {
+		return
+	}
+	if rate >= b.fullBw*bbrFullBwThresh {
+		b.resetFullBw()
+		b.fullBw = rate
+		return
+	}
+	if !b.roundStart {
+		return
+	}
+	b.fullBwCount++
+	b.fullBwNow = b.fullBwCount >= bbrFullBwCount
+	if b.fullBwNow {
+		b.filledPipe = true
+	}
+}
+
+func (b *BBR) resetFullBw() { b.fullBw, b.fullBwCount, b.fullBwNow = 0, 0, false }
+
+// checkStartupDone leaves Startup once the pipe is full (draft §4.3.1.1).
+func (b *BBR) checkStartupDone() {
+	if b.state == bbrStartup && b.filledPipe {
+		b.state = bbrDrain
+		b.pacingGain, b.cwndGain = bbrDrainPacingGain, bbrStartupCwndGain
+	}
+}
+
+// checkDrainDone enters ProbeBW once the queue Startup built has drained (draft §4.3.2).
+func (b *BBR) checkDrainDone(now time.Time) {
+	if b.state == bbrDrain && float64(b.inflight) <= b.inflightFor(b.bw, 1) {
+		b.cwndGain = bbrDefaultCwndGain
+		b.startProbeBWDown(now)
+	}
+}
+
+// updateLatestSignals tracks the latest round's delivery (draft §4.5.10.3).
+func (b *BBR) updateLatestSignals(d Delivery, rate float64) {
+	b.lossRoundStart = false
+	b.bwLatest = max(b.bwLatest, rate)
+	b.inflightLatest = max(b.inflightLatest, float64(d.Delivered))
+	if d.NewlyDelivered > 0 && d.PriorDelivered >= b.lossRoundDelivered {
+		b.lossRoundDelivered = b.delivered
+		b.lossRoundStart = true
+	}
+}
+
+// advanceLatestSignals starts the next round's latest-delivery signals (draft §4.5.10.3).
+func (b *BBR) advanceLatestSignals(d Delivery, rate float64) {
+	if b.lossRoundStart {
+		b.bwLatest = rate
+		b.inflightLatest = float64(d.Delivered)
+	}
+}
+
+// updateCongestionSignals feeds the max-bw filter and, at the end of each loss round, judges the
+// round (draft §4.5.10.2 with BBR's background test): in Startup a congested round fills the
+// pipe (§4.3.1.3); later, a round whose steady-state losses are congestion lowers the short-term
+// bounds. Losses belong to the state that sent the lost packets: those sent before the flow last
+// settled into CRUISE (or ProbeRTT) were sent by a probe or met the queue it built (Drain and
+// DOWN exist to empty it), and only bound the flight through inflight_hi.
+func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
+	b.updateMaxBw(d, rate)
+	if b.state == bbrStartup && !b.filledPipe && b.inflightTooHigh(now, d) {
+		// Linux BBRv3's per-ACK check in Startup: a shallow buffer overflows long before the
+		// bandwidth plateau shows.
+		b.filledPipe = true
+		b.inflightHi = max(float64(d.TxInFlight), float64(d.LostTxInFlight), bbrBeta*b.targetInflight())
+	}
+	lost := float64(d.NewlyLost)
+	b.probeLostTx = max(b.probeLostTx, float64(d.LostTxInFlight))
+	b.roundLost += lost
+	if d.NewlyLost > 0 && !b.steadySince.IsZero() && !d.LostSentLast.Before(b.steadySince) {
+		b.roundLostSteady += lost
+	}
+	b.roundOK += float64(d.NewlyDelivered)
+	if !b.lossRoundStart {
+		return
+	}
+	// The round's losses are of the flight sent during the previous round (their NAKs take a
+	// round trip): that flight is the denominator. Deliveries are no measure of it, since UDT's
+	// cumulative ACK holds them back while a hole is open.
+	if bbrDebug && os.Getenv("BBRROUNDS") != "" {
+		fmt.Fprintf(os.Stderr, "%s lossround prior=%d lrd=%d total=%d sent=%.0f newly=%d lost=%.0f\n", now.Format("05.000000"), d.PriorDelivered/1472, b.lossRoundDelivered/1472, b.delivered/1472, b.roundSent/b.pkt, d.NewlyDelivered/1472, b.roundLost/b.pkt)
+	}
+	all, steady := b.roundLost, b.roundLostSteady
+	sent, sentSteady := max(b.prevSent, all), max(b.prevSentSteady, steady)
+	b.prevSent, b.prevSentSteady = b.roundSent, b.roundSentSteady
+	b.roundLost, b.roundLostSteady, b.roundOK, b.roundSent, b.roundSentSteady = 0, 0, 0, 0, 0
+	if b.state == bbrStartup {
+		if b.background.excess(now, all, sent, b.pkt) {
+			b.filledPipe = true
+			b.inflightHi = max(b.bdp(b.maxBandwidth(), 1), b.inflightLatest)
+		} else {
+			b.background.add(now, all, sent)
+		}
+		return
+	}
+	congested := b.background.excess(now, steady, sentSteady, b.pkt)
+	if !congested && (b.state == bbrProbeBWCruise || b.state == bbrProbeRTT) {
+		b.background.add(now, steady, sentSteady)
+	}
+	if !congested || b.state.probing() {
+		return
+	}
+	if bbrDebug {
+		bl, bt := b.background.sum(now)
+		b.dbg(now, fmt.Sprintf("CONGESTED steady=%.0f all=%.0f sent=%.0f bg=%.0f/%.0f since=%v", steady/b.pkt, all/b.pkt, sentSteady/b.pkt, bl/b.pkt, bt/b.pkt, b.steadySince.Format("05.000000")))
+	}
+	// BBRInitLowerBounds and BBRLossLowerBounds.
+	if math.IsInf(b.bwLo, 1) {
+		b.bwLo = b.maxBandwidth()
+	}
+	if math.IsInf(b.inflightLo, 1) {
+		b.inflightLo = b.cwnd
+	}
+	b.bwLo = max(b.bwLatest, bbrBeta*b.bwLo)
+	b.inflightLo = max(b.inflightLatest, bbrBeta*b.inflightLo)
+}
+
+func (b *BBR) resetLowerBounds() { b.bwLo, b.inflightLo = math.Inf(1), math.Inf(1) }
+
+func (b *BBR) resetCongestionSignals() { b.bwLatest, b.inflightLatest = 0, 0 }
+
+// inflightTooHigh is the draft's IsInflightTooHigh (§4.5.10.2) with the background test: the
+// losses declared since the sample's packet left are an excessive share of the flight it left in.
+func (b *BBR) inflightTooHigh(now time.Time, d Delivery) bool {
+	return d.TxInFlight > 0 && b.background.excess(now, float64(d.LostSinceSent), float64(d.TxInFlight), b.pkt)
+}
+
+// updateProbeBWCyclePhase runs ProbeBW (draft §4.3.3.6).
+func (b *BBR) updateProbeBWCyclePhase(now time.Time, d Delivery, rate float64) {
+	if !b.filledPipe {
+		return
+	}
+	b.adaptUpperBounds(now, d, rate)
+	if !b.state.probeBW() {
+		return
+	}
+	switch b.state {
+	case bbrProbeBWDown:
+		if b.checkTimeToProbeBW(now) {
+			return
+		}
+		if b.checkTimeToCruise() {
+			b.state, b.pacingGain = bbrProbeBWCruise, 1
+			b.steadySince = now
+		}
+	case bbrProbeBWCruise:
+		b.checkTimeToProbeBW(now)
+	case bbrProbeBWRefill:
+		if b.roundStart {
+			b.bwProbeSamples = true
+			b.startProbeBWUp(now, rate)
+		}
+	case bbrProbeBWUp:
+		if b.checkTimeToGoDown(rate) {
+			b.startProbeBWDown(now)
+		}
+	}
+}
+
+// adaptUpperBounds maintains inflight_hi from the probe's feedback (draft §4.5.10.2).
+func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
+	if b.ackPhase == acksProbeStarting && b.roundStart {
+		b.ackPhase = acksProbeFeedback // the probe's own packets are being acknowledged now
+	}
+	if b.ackPhase == acksProbeStopping && b.roundStart {
+		b.bwProbeSamples = false
+		b.ackPhase = acksInit
+		if b.state.probeBW() && !d.AppLimited {
+			b.advanceMaxBwFilter()
+		}
+	}
+	if b.bwProbeSamples && b.inflightTooHigh(now, d) {
+		b.bwProbeSamples = false
+		if !d.AppLimited {
+			b.inflightHi = max(float64(d.TxInFlight), b.probeLostTx, bbrBeta*b.targetInflight())
+		}
+		if b.state == bbrProbeBWUp {
+			b.startProbeBWDown(now)
+		}
+		return
+	}
+	if math.IsInf(b.inflightHi, 1) {
+		return
+	}
+	if float64(d.TxInFlight) > b.inflightHi {
+		b.inflightHi = float64(d.TxInFlight)
+	}
+	if b.state == bbrProbeBWUp {
+		b.probeInflightHiUpward(d)
+	}
+}
+
+// targetInflight is the draft's BBRTargetInflight: min(BDP, cwnd).
+func (b *BBR) targetInflight() float64 { return min(b.bdp(b.bw, 1), b.cwnd) }
+
+// probeInflightHiUpward grows inflight_hi while the probe is window-limited (draft §4.3.3.6):
+// by a packet per probe_up_cnt bytes acknowledged, the step doubling every round.
+func (b *BBR) probeInflightHiUpward(d Delivery) {
+	if !b.cwndLimited || b.cwnd < b.inflightHi {
+		return
+	}
+	b.probeUpAcked += float64(d.NewlyDelivered)
+	if b.probeUpAcked >= b.probeUpCnt {
+		delta := math.Floor(b.probeUpAcked / b.probeUpCnt)
+		b.probeUpAcked -= delta * b.probeUpCnt
+		b.inflightHi += delta * b.pkt
+	}
+	if b.roundStart {
+		b.raiseInflightHiSlope()
+	}
+}
+
+// raiseInflightHiSlope doubles the growth of inflight_hi each probing round (draft §4.3.3.6).
+func (b *BBR) raiseInflightHiSlope() {
+	growth := b.pkt * math.Ldexp(1, b.probeUpRounds)
+	b.probeUpRounds = min(b.probeUpRounds+1, 30)
+	b.probeUpCnt = max(b.cwnd/growth, 1) * b.pkt
+}
+
+// checkTimeToProbeBW starts a probe after the randomised wait or the Reno-coexistence rounds
+// (draft §4.3.3.5).
+func (b *BBR) checkTimeToProbeBW(now time.Time) bool {
+	renoRounds := min(int(b.targetInflight()/b.pkt), bbrRenoRoundsMax)
+	if now.Sub(b.cycleStamp) > b.bwProbeWait || b.roundsSinceBwProbe >= renoRounds {
+		b.startProbeBWRefill()
+		return true
+	}
+	return false
+}
+
+// checkTimeToCruise: DOWN has drained the flight to the BDP (draft §4.3.3.6).
+func (b *BBR) checkTimeToCruise() bool {
+	inflight := float64(b.inflight)
+	if inflight > b.inflightWithHeadroom() {
+		return false
+	}
+	return inflight <= b.inflightFor(b.maxBandwidth(), 1)
+}
+
+// checkTimeToGoDown ends UP once the bandwidth stopped growing or the window reached inflight_hi
+// (draft §4.3.3.6).
+func (b *BBR) checkTimeToGoDown(rate float64) bool {
+	if b.cwndLimited && b.cwnd >= b.inflightHi {
+		b.resetFullBw()
+		b.fullBw = rate
+		return false
+	}
+	return b.fullBwNow
+}
+
+func (b *BBR) startProbeBWDown(now time.Time) {
+	b.resetCongestionSignals()
+	b.probeUpCnt = math.Inf(1)
+	b.roundsSinceBwProbe = b.rng.IntN(2)
+	b.bwProbeWait = bbrProbeWaitBase + time.Duration(b.rng.Int64N(int64(bbrProbeWaitRand)))
+	b.cycleStamp = now
+	b.ackPhase = acksProbeStopping
+	b.startRound()
+	b.state, b.pacingGain, b.cwndGain = bbrProbeBWDown, bbrProbeDownGain, bbrDefaultCwndGain
+}
+
+func (b *BBR) startProbeBWRefill() {
+	b.steadySince = time.Time{}
+	b.probeLostTx = 0
+	b.resetLowerBounds()
+	b.probeUpRounds, b.probeUpAcked = 0, 0
+	b.ackPhase = acksRefilling
+	b.startRound()
+	b.state, b.pacingGain, b.cwndGain = bbrProbeBWRefill, 1, bbrDefaultCwndGain
+}
+
+func (b *BBR) startProbeBWUp(now time.Time, rate float64) {
+	b.ackPhase = acksProbeStarting
+	b.startRound()
+	b.resetFullBw()
+	b.fullBw = rate
+	b.cycleStamp = now
+	b.state, b.pacingGain, b.cwndGain = bbrProbeBWUp, bbrProbeUpPacingGain, bbrProbeUpCwndGain
+	b.raiseInflightHiSlope()
+}
+
+// updateMinRTT keeps RTprop (10 s window) and ProbeRTT's 5 s minimum (draft §4.5.3).
+func (b *BBR) updateMinRTT(now time.Time, rtt time.Duration) {
+	b.probeRTTExpire = now.Sub(b.probeRTTStamp) > bbrProbeRTTInterval
+	if rtt > 0 && (b.probeRTTMin < 0 || rtt < b.probeRTTMin || b.probeRTTExpire) {
+		b.probeRTTMin, b.probeRTTStamp = rtt, now
+	}
+	if b.probeRTTMin > 0 && (b.minRTT < 0 || b.probeRTTMin < b.minRTT || now.Sub(b.minRTTStamp) > bbrMinRTTFilterLen) {
+		b.minRTT, b.minRTTStamp = b.probeRTTMin, b.probeRTTStamp
+	}
+}
+
+// checkProbeRTT enters, runs and leaves ProbeRTT (draft §4.3.4).
+func (b *BBR) checkProbeRTT(now time.Time, d Delivery) {
+	if b.state != bbrProbeRTT && b.probeRTTExpire && !b.idleRestart && b.minRTT > 0 {
+		b.priorCwnd = b.saveCwnd()
+		b.state, b.pacingGain, b.cwndGain = bbrProbeRTT, 1, bbrProbeRTTCwndGain
+		if !b.state.probing() && !b.steadyState() {
+			b.steadySince = now
+		}
+		b.probeRTTDone = time.Time{}
+		b.ackPhase = acksProbeStopping
+		b.startRound()
+	}
+	if b.state == bbrProbeRTT {
+		b.handleProbeRTT(now)
+	}
+	if d.NewlyDelivered > 0 {
+		b.idleRestart = false
+	}
+}
+
+func (b *BBR) handleProbeRTT(now time.Time) {
+	if b.probeRTTDone.IsZero() {
+		if float64(b.inflight) <= b.probeRTTCwnd() {
+			b.probeRTTDone = now.Add(bbrProbeRTTDuration)
+			b.probeRTTRoundDone = false
+			b.startRound()
+		}
+		return
+	}
+	if b.roundStart {
+		b.probeRTTRoundDone = true
+	}
+	if b.probeRTTRoundDone {
+		b.checkProbeRTTDone(now)
+	}
+}
+
+func (b *BBR) checkProbeRTTDone(now time.Time) {
+	if b.probeRTTDone.IsZero() || !now.After(b.probeRTTDone) {
+		return
+	}
+	b.probeRTTStamp = now
+	b.cwnd = max(b.cwnd, b.priorCwnd)
+	b.resetLowerBounds()
+	if b.filledPipe {
+		b.startProbeBWDown(now)
+		b.state, b.pacingGain = bbrProbeBWCruise, 1
+		b.steadySince = now
+	} else {
+		b.enterStartup()
+	}
+}

@@ -1,0 +1,98 @@
+package congestion
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// The loss test takes random loss for background and excess loss for congestion: with a
+// background of p, rounds losing at p (binomially) are judged congested about as rarely as three
+// standard errors promise, and rounds losing 2 % + 3σ more are judged congested.
+func TestBBRLossTest(t *testing.T) {
+	const pkt = 1000.0
+	for _, c := range []struct {
+		bg, round float64 // background and round loss probabilities
+		n         int     // packets per round
+		wantMax   float64 // largest share of rounds judged congested
+		wantMin   float64 // smallest share
+	}{
+		{0, 0, 800, 0, 0},
+		{0.01, 0.01, 800, 0.01, 0},
+		{0.03, 0.03, 800, 0.01, 0},
+		{0.03, 0.03, 80, 0.01, 0}, // small rounds: the test's variance widens
+		{0.001, 0.001, 8000, 0.01, 0},
+		{0.01, 0.08, 800, 1, 0.99},
+		{0.03, 0.12, 800, 1, 0.99},
+		{0, 0.2, 100, 1, 0.99}, // an overflow in a probe: 20 % of its packets
+	} {
+		rng := rand.New(rand.NewPCG(1, 2))
+		var w lossWindow
+		now := t0
+		// Ten seconds of background rounds.
+		for range 100 {
+			now = now.Add(100 * time.Millisecond)
+			w.add(now, binomial(rng, c.n, c.bg)*pkt, float64(c.n)*pkt)
+		}
+		flagged := 0
+		const rounds = 2000
+		for range rounds {
+			if w.excess(now, binomial(rng, c.n, c.round)*pkt, float64(c.n)*pkt, pkt) {
+				flagged++
+			}
+		}
+		share := float64(flagged) / rounds
+		if share > c.wantMax || share < c.wantMin {
+			t.Errorf("background %g, round %g of %d: %.4f of rounds judged congested, want [%g, %g]", c.bg, c.round, c.n, share, c.wantMin, c.wantMax)
+		}
+	}
+}
+
+func binomial(rng *rand.Rand, n int, p float64) float64 {
+	k := 0
+	for range n {
+		if rng.Float64() < p {
+			k++
+		}
+	}
+	return float64(k)
+}
+
+// Startup doubles its pacing rate each round while the delivery rate keeps up, and leaves for
+// Drain once three rounds brought less than 25 % growth (draft §4.3.1.2).
+func TestBBRStartupPlateau(t *testing.T) {
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	const pkt = 1472
+	rtt := 20 * time.Millisecond
+	link := 100e6 / 8.0 // bytes/s
+	now := t0
+	var total int64
+	rate := float64(16*pkt) / rtt.Seconds()
+	exited, plateau := -1, -1
+	for round := 1; round <= 20 && exited < 0; round++ {
+		prior := total
+		rate = min(rate*2, link)
+		if rate == link && plateau < 0 {
+			plateau = round
+		}
+		delivered := int64(rate * rtt.Seconds())
+		total += delivered
+		now = now.Add(rtt)
+		b.OnDelivery(now, Delivery{Delivered: delivered, Interval: rtt, RTT: rtt, PriorDelivered: prior,
+			NewlyDelivered: delivered, TotalDelivered: total, InFlight: delivered, PacketSize: pkt})
+		if b.state != bbrStartup {
+			exited = round
+		}
+	}
+	if exited < 0 || b.state != bbrDrain && !b.state.probeBW() {
+		t.Fatalf("Startup did not end (state %v after 20 rounds)", b.state)
+	}
+	if got := b.maxBandwidth(); got < 0.99*link || got > 1.01*link {
+		t.Errorf("max bandwidth %.0f B/s at the end of Startup, want the link's %.0f", got, link)
+	}
+	t.Logf("the delivery rate reached the link in round %d, Startup ended in round %d", plateau, exited)
+	if exited != plateau+bbrFullBwCount {
+		t.Errorf("Startup ended in round %d, want three rounds after the plateau (%d)", exited, plateau)
+	}
+}

@@ -1,0 +1,82 @@
+package congestion
+
+import "time"
+
+// Delivery is what one acknowledgement event taught the sender about its own packets: the
+// delivery-rate sample of draft-cheng-iccrg-delivery-rate-estimation-02 ("the rate sample", §3)
+// and the event's delivered, lost and in-flight byte counts. The sender computes it from what it
+// sent and saw acknowledged, never from the receiver's arrival-speed or packet-pair fields (spec
+// §6), which bursts fool.
+//
+// An event is a cumulative ACK (full, medium or light, spec §2.3) or a NAK (spec §2.4). UDT4 has
+// no selective acknowledgement, so the sender reads a NAK as one: a receiver reports the gap
+// [a, b] when packet b+1 arrives (spec §4.4), so every packet sent up to b+1 and not reported
+// missing has been received. A later cumulative ACK that jumps over a repaired hole then counts
+// only the packets no NAK had already covered, and the sample's interval is at least the time
+// over which the counted packets were sent; so a retransmission that fills a hole cannot make
+// the burst of packets it releases look like bandwidth.
+//
+// Byte counts are whole datagrams (UDT header and payload, without the 28 bytes of IP and UDP
+// header), as a bottleneck queue sees them; conn's MSS−28 for full-size packets.
+type Delivery struct {
+	// Delivered is the number of bytes delivered over Interval: the sample's numerator. 0 means
+	// the event gave no valid sample: nothing newly delivered, or the reference packet was
+	// retransmitted (its send time is ambiguous) or acknowledged later than a round trip plus the
+	// ACK period after it left (it waited behind a hole, so its ACK does not date its delivery).
+	// Packets acknowledged that late are not counted in any sample's numerator either.
+	Delivered int64
+	// Interval is the sample's denominator, the larger of the send and ACK intervals of the
+	// draft (§3.3) and of the time over which this event's newly delivered packets were sent. It
+	// is positive whenever Delivered is.
+	Interval time.Duration
+	// AppLimited reports that the sample's reference packet was sent while the sender was
+	// application-limited (no data to send, or held back by the peer's flow window, not by the
+	// congestion window or the pacing rate): the sample may understate the path (draft §3.4).
+	AppLimited bool
+	// RTT is the round-trip time of the newest packet this event delivered that was never
+	// retransmitted (Karn's rule): from its departure to this event. 0 if there is none.
+	RTT time.Duration
+
+	// PriorDelivered is TotalDelivered when the sample's reference packet was sent: a packet-timed
+	// round trip ends when it reaches the TotalDelivered at the round's start (BBR's round
+	// counting, draft-ietf-ccwg-bbr §4.5.1).
+	PriorDelivered int64
+	// TxInFlight is the bytes in flight when the sample's reference packet was sent (BBR's
+	// P.tx_in_flight, draft-ietf-ccwg-bbr §4.5.10.2).
+	TxInFlight int64
+	// LostSinceSent is the bytes declared lost between the reference packet's departure and this
+	// event (TotalLost now − TotalLost then): the numerator of the loss rate of the flight that
+	// packet belonged to.
+	LostSinceSent int64
+
+	// NewlyDelivered and NewlyLost are the bytes this event delivered and declared lost.
+	NewlyDelivered, NewlyLost int64
+	// LostSentLast is the latest departure among the packets this event declared lost (zero if
+	// none): losses belong to the flight, and the controller state, that sent them.
+	LostSentLast time.Time
+	// LostTxInFlight is the largest TxInFlight among the packets this event declared lost: the
+	// flight they left in, the level at which the path dropped them (0 if none).
+	LostTxInFlight int64
+	// TotalDelivered and TotalLost are the connection's running totals after this event.
+	TotalDelivered, TotalLost int64
+	// InFlight is the bytes in flight after this event (sent, and neither delivered nor declared
+	// lost; retransmissions count again once sent), PriorInFlight before it.
+	InFlight, PriorInFlight int64
+	// CwndLimited reports that the congestion window held the sender back since the previous
+	// event (the draft-ietf-ccwg-bbr-01 is_cwnd_limited).
+	CwndLimited bool
+	// PacketSize is the size in bytes of a full data packet on this connection (MSS − 28): the
+	// unit in which State.Window counts.
+	PacketSize int
+}
+
+// DeliveryController is a Controller that models the path from the sender's own delivery
+// accounting (BBR-style controllers). The connection calls OnDelivery after every ACK and NAK
+// that delivered or declared lost some data, or changed the bytes in flight, before the event's
+// OnACK or OnLoss. For such a controller the congestion window bounds the packets in flight in
+// the sense of Delivery.InFlight (packets neither delivered nor declared lost), while the flow
+// window still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
+type DeliveryController interface {
+	Controller
+	OnDelivery(now time.Time, d Delivery)
+}

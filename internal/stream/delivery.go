@@ -1,0 +1,505 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Delivery accounting: the sender's own record of what it sent and what the peer has received,
+// from which it computes delivery-rate samples for model-based controllers
+// (congestion.DeliveryController), after draft-cheng-iccrg-delivery-rate-estimation-02 (cited
+// below as "the draft"). It also tracks the bytes in flight in the draft's sense (sent, neither
+// delivered nor declared lost; a retransmission counts again once sent), which such controllers'
+// congestion window bounds.
+//
+// UDT4 acknowledges cumulatively (spec §2.3) and has no SACK, so a hole holds back the ACK of
+// everything after it. The tracker reads each NAK as a selective acknowledgement: a receiver
+// reports the gap [a, b] once packet b+1 has arrived (spec §4.4), so every packet up to b+1 that
+// the NAK does not name, and that was never declared lost before, has been received. Packets
+// declared lost earlier are delivered only by the cumulative ACK (their retransmission may not
+// have arrived yet). A cumulative ACK that jumps over a repaired hole then counts only what no NAK
+// had covered, and each sample's interval is at least the span over which its newly delivered
+// packets were sent (a send-rate bound, like the draft's send_elapsed): a burst of ACKed packets
+// that were delivered long ago never looks like bandwidth.
+//
+// Sequence numbers are 31-bit and wrap (spec §1.6): records are indexed by the offset from the
+// first unacknowledged packet, never by comparing raw numbers.
+
+// Packet record flags.
+const (
+	pktInFlight   uint8 = 1 << iota // counted in the bytes in flight
+	pktAppLimited                   // sent while application-limited (the draft's P.is_app_limited)
+	pktRetrans                      // transmitted more than once: its send time is ambiguous
+	pktDelivered                    // delivered by a NAK read as SACK (cumulative ACKs pop records)
+	pktLost                         // declared lost and not retransmitted since
+	pktEverLost                     // declared lost at least once: only a cumulative ACK delivers it
+	pktLate                         // acknowledged late: its ACK does not date its delivery (onCumAck)
+	pktImplied                      // out of the flight: silence implies it arrived (see imply)
+)
+
+// pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
+// P.* variables, §3.2). Times are on the engine clock.
+type pktRecord struct {
+	sent        time.Duration // P.sent_time
+	firstSent   time.Duration // P.first_sent_time: C.first_sent_time at the send
+	deliveredAt time.Duration // P.delivered_time: C.delivered_time at the send
+	delivered   int64         // P.delivered: C.delivered at the send
+	lost        int64         // C.lost at the send
+	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
+	dbgSacked   int64
+	event       uint64 // the delivery events counted when it was sent (see spans)
+	size        int32  // datagram bytes
+	flags       uint8
+}
+
+// deliveryTracker holds a record for every packet sent and not cumulatively acknowledged, in a
+// ring that grows as the flight does (up to the send buffer) and is freed when the flight is
+// empty.
+type deliveryTracker struct {
+	base seqno.Seq // sequence number of the record at head: the first unacknowledged packet
+	// sackFront is the first packet no NAK has judged yet (at or after base).
+	sackFront seqno.Seq
+	// impliedFront is the first packet imply has not judged yet.
+	impliedFront seqno.Seq
+	ring         []pktRecord
+	head         int
+	n            int // records: base … base+n−1
+	limit        int // largest n: the send buffer in packets
+
+	delivered     int64         // C.delivered, bytes
+	lost          int64         // C.lost, bytes
+	late          []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
+	deliveredTime time.Duration // C.delivered_time: when the highest known received advanced
+	highest       seqno.Seq     // the highest sequence number known received
+	hasHighest    bool
+	firstSentTime time.Duration // C.first_sent_time
+	appLimited    int64         // C.app_limited: 0, or the C.delivered beyond which it clears
+	inflight      int64         // bytes in flight
+	inflightPkts  int           // packets in flight
+	cwndLimited   bool          // the congestion window held the sender back since the last sample
+	recentRTT     time.Duration // the latest RTT sample (imply waits at least this long)
+
+	ev     deliveryEvent // the event being accumulated (begin … sample)
+	events uint64        // delivery events that delivered something, so far
+	spans  []sendSpan    // suffix minima of the events' oldest send times (see sentSince)
+}
+
+// sendSpan is one entry of the suffix-minimum stack: minSent is the oldest send time of the
+// packets delivered by event and every later event (the entries below it in the stack are older
+// and reach further back).
+type sendSpan struct {
+	event   uint64
+	minSent time.Duration
+}
+
+// maxSpans bounds the suffix-minimum stack; beyond it the oldest two entries merge, keeping the
+// older send time, so a sample's interval can only grow (its rate only shrink).
+const maxSpans = 1024
+
+// pushSpan records the oldest send time of the packets the current event delivered.
+func (d *deliveryTracker) pushSpan(minSent time.Duration) {
+	d.events++
+	for len(d.spans) > 0 && d.spans[len(d.spans)-1].minSent >= minSent {
+		d.spans = d.spans[:len(d.spans)-1]
+	}
+	if len(d.spans) == maxSpans {
+		d.spans[1].minSent = d.spans[0].minSent
+		d.spans = append(d.spans[:0], d.spans[1:]...)
+	}
+	d.spans = append(d.spans, sendSpan{event: d.events, minSent: minSent})
+}
+
+// sentSince returns the oldest send time of the packets delivered by the events after event:
+// the data counted in a sample whose reference packet left after event was all sent since then.
+func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) {
+	lo, hi := 0, len(d.spans)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if d.spans[m].event > event {
+			hi = m
+		} else {
+			lo = m + 1
+		}
+	}
+	if lo == len(d.spans) {
+		return 0, false
+	}
+	return d.spans[lo].minSent, true
+}
+
+// deliveryEvent accumulates one ACK or NAK's effect (the draft's rate sample rs, §3.3).
+type deliveryEvent struct {
+	priorInFlight  int64
+	newlyDelivered int64
+	newlyLost      int64
+	lostSentLast   time.Duration // latest departure among the newly lost packets
+	lostTx         int64         // largest txInFlight among them
+	// The reference packet: the newly delivered one with the largest P.delivered (the draft's
+	// most recently sent).
+	hasRef         bool
+	refDelivered   int64
+	refDeliveredAt time.Duration
+	refSent        time.Duration
+	refFirst       time.Duration
+	refLost        int64
+	refSacked      int64
+	refP           pktRecord
+	refTxInFlight  int64
+	refFlags       uint8
+	refEvent       uint64
+	minSent        time.Duration // send-time span of the newly delivered packets
+	maxSent        time.Duration
+	hasRTT         bool          // rttSent is set
+	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
+	rttSeq         int           // its offset, to pick the newest
+}
+
+func newDeliveryTracker(isn seqno.Seq, limit int) *deliveryTracker {
+	return &deliveryTracker{base: isn, sackFront: isn, impliedFront: isn, limit: max(limit, 1)}
+}
+
+// at returns the record at offset k from base (0 ≤ k < n).
+func (d *deliveryTracker) at(k int) *pktRecord { return &d.ring[(d.head+k)&(len(d.ring)-1)] }
+
+// grow makes room for one more record.
+func (d *deliveryTracker) grow() {
+	if d.n < len(d.ring) {
+		return
+	}
+	r := make([]pktRecord, max(64, 2*len(d.ring)))
+	for k := 0; k < d.n; k++ {
+		r[k] = *d.at(k)
+	}
+	d.ring, d.head = r, 0
+}
+
+// trim frees the ring while nothing is outstanding: an idle connection keeps no records.
+func (d *deliveryTracker) trim() {
+	if d.n == 0 {
+		d.ring, d.head = nil, 0
+	}
+}
+
+// onSend records a transmission of seq at t (the draft's OnPacketSent, §3.2): the next new packet
+// (base+n) or a retransmission of a tracked one; anything else is ignored.
+func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retrans bool) {
+	k := seqno.Offset(d.base, seq)
+	var p *pktRecord
+	switch {
+	case !retrans && k == d.n && d.n < d.limit:
+		d.grow()
+		d.n++
+		p = d.at(k)
+		*p = pktRecord{size: int32(size)}
+	case retrans && k >= 0 && k < d.n:
+		p = d.at(k)
+		if p.flags&pktDelivered != 0 {
+			return // the peer has it already: the resend tells nothing about the path
+		}
+		p.flags |= pktRetrans
+	default:
+		return
+	}
+	if d.inflightPkts == 0 {
+		d.firstSentTime, d.deliveredTime = t, t // a new flight starts its own intervals (§3.2)
+	}
+	if p.flags&pktInFlight == 0 {
+		p.flags |= pktInFlight
+		d.inflight += int64(p.size)
+		d.inflightPkts++
+	}
+	p.flags &^= pktLost | pktAppLimited | pktImplied
+	if d.appLimited != 0 {
+		p.flags |= pktAppLimited
+	}
+	p.sent, p.firstSent, p.deliveredAt = t, d.firstSentTime, d.deliveredTime
+	p.delivered, p.lost, p.txInFlight = d.delivered, d.lost, d.inflight
+	p.event = d.events
+	p.dbgSacked = dbgSacked
+}
+
+// learnt moves C.delivered_time when an event reports a packet received beyond every one known
+// before (the highest known received, seq). The draft moves it with every delivered packet, for
+// TCP, whose receivers acknowledge every other segment; UDT acknowledges cumulatively, every
+// 10 ms or 64 packets, so a repaired hole delivers packets received long ago, and dating their
+// delivery now would stretch the next samples' data over too short an interval.
+func (d *deliveryTracker) learnt(seq seqno.Seq, t time.Duration) {
+	if !d.hasHighest || seqno.Offset(d.highest, seq) > 0 {
+		d.highest, d.hasHighest = seq, true
+		d.deliveredTime = t
+	}
+}
+
+// markAppLimited notes that the sender has nothing it may send although the congestion window
+// and the pacing rate would allow it (the draft's §3.4): samples taken until what is in flight
+// now has been delivered may understate the path.
+func (d *deliveryTracker) markAppLimited() {
+	d.appLimited = max(d.delivered+d.inflight, 1)
+}
+
+// imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
+// NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
+// ago — RFC 6298's SRTT + 4·RTTVAR, with the latest RTT sample for SRTT when larger, so that a
+// growing queue lengthens the wait — with a later packet sent that long ago too, and not reported
+// missing, has reached the receiver — though a hole before it may keep every ACK from saying so
+// for a round trip or more. Such a packet no longer counts in the bytes in flight, which the
+// congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
+// or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
+// Retransmissions are never implied: their hole stays open until an ACK closes it.
+func (d *deliveryTracker) imply(t, srtt, rttVar time.Duration) {
+	old := t - (max(srtt, d.recentRTT) + 4*rttVar)
+	k := max(seqno.Offset(d.base, d.impliedFront), 0)
+	last := -1 // the newest old-enough first transmission not yet implied
+	for ; k < d.n; k++ {
+		p := d.at(k)
+		if p.flags&pktRetrans != 0 {
+			continue
+		}
+		if p.sent > old {
+			break
+		}
+		if last >= 0 {
+			d.implyAt(last)
+		}
+		last = k
+	}
+	if last >= 0 {
+		d.impliedFront = d.base.Add(last)
+	} else if k > 0 && seqno.Offset(d.impliedFront, d.base.Add(k)) > 0 && k == d.n {
+		d.impliedFront = d.base.Add(k)
+	}
+}
+
+func (d *deliveryTracker) implyAt(k int) {
+	p := d.at(k)
+	if p.flags&pktInFlight == 0 || p.flags&pktEverLost != 0 {
+		return
+	}
+	p.flags = p.flags&^pktInFlight | pktImplied
+	d.inflight -= int64(p.size)
+	d.inflightPkts--
+}
+
+// begin starts accumulating an ACK or NAK event.
+func (d *deliveryTracker) begin() {
+	d.ev = deliveryEvent{priorInFlight: d.inflight}
+}
+
+// deliver marks the record at offset k delivered at t.
+func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
+	if p.flags&pktDelivered != 0 {
+		return
+	}
+	p.flags |= pktDelivered
+	if p.flags&pktInFlight != 0 {
+		p.flags &^= pktInFlight
+		d.inflight -= int64(p.size)
+		d.inflightPkts--
+	}
+	d.delivered += int64(p.size)
+	ev := &d.ev
+	ev.newlyDelivered += int64(p.size)
+	if ev.newlyDelivered == int64(p.size) {
+		ev.minSent, ev.maxSent = p.sent, p.sent
+	} else {
+		ev.minSent, ev.maxSent = min(ev.minSent, p.sent), max(ev.maxSent, p.sent)
+	}
+	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
+		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
+	}
+	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet.
+	if !ev.hasRef || p.delivered > ev.refDelivered || p.delivered == ev.refDelivered && p.sent > ev.refSent {
+		ev.hasRef = true
+		ev.refDelivered, ev.refDeliveredAt = p.delivered, p.deliveredAt
+		ev.refSent, ev.refFirst = p.sent, p.firstSent
+		ev.refLost, ev.refTxInFlight, ev.refFlags, ev.refEvent = p.lost, p.txInFlight, p.flags, p.event
+		ev.refSacked = p.dbgSacked
+		ev.refP = *p
+		d.firstSentTime = p.sent
+	}
+}
+
+// onCumAck delivers every packet before ack and drops their records. An ack beyond the last
+// record (which the engine's validation excludes) drops them all and moves base to ack.
+//
+// A packet acknowledged more than late after its departure waited behind a hole (or its ACKs were
+// lost): it reached the receiver at some unknown time before. The tracker dates its delivery at
+// its departure plus expect (the round trip it would have taken without the hole) and keeps the
+// batch so dated: a sample whose window began after that date leaves it out of its numerator
+// (see lateBefore), so the burst a repaired hole releases is not taken for bandwidth, while a
+// sample whose window it falls in still counts it. A late packet is never a sample's reference:
+// its ACK does not date its delivery.
+func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, expect, late time.Duration) {
+	off := seqno.Offset(d.base, ack)
+	if off <= 0 {
+		return
+	}
+	m := min(off, d.n)
+	d.learnt(ack.Dec(), t)
+	var lb lateBatch
+	for k := 0; k < m; k++ {
+		p := d.at(k)
+		if p.flags&pktDelivered == 0 && t-p.sent > late {
+			p.flags |= pktLate
+			v := p.sent + expect
+			if lb.bytes == 0 {
+				lb.from, lb.to = v, v
+			}
+			lb.from, lb.to = min(lb.from, v), max(lb.to, v)
+			lb.bytes += int64(p.size)
+		}
+		d.deliver(k, p, t)
+	}
+	if lb.bytes > 0 {
+		lb.event = d.events + 1 // the number sample gives this event (pushSpan)
+		if len(d.late) == maxLateBatches {
+			d.late = append(d.late[:0], d.late[1:]...)
+		}
+		d.late = append(d.late, lb)
+	}
+	if m > 0 {
+		d.head = (d.head + m) & (len(d.ring) - 1)
+		d.n -= m
+	}
+	d.base = ack
+	if seqno.Offset(d.sackFront, ack) > 0 {
+		d.sackFront = ack
+	}
+}
+
+// lateBatch is the late-acknowledged packets of one cumulative ACK: bytes, dated uniformly over
+// [from, to] (departure + expected round trip).
+type lateBatch struct {
+	event    uint64
+	from, to time.Duration
+	bytes    int64
+}
+
+// maxLateBatches bounds the batches kept: more holes than this repaired within one sample's
+// window (about a round trip) leave the oldest batches' packets counted (the sample errs high
+// only on a path losing a packet in every few of a flight).
+const maxLateBatches = 64
+
+// lateBefore returns the bytes of the late batches reported by events after event that are dated
+// at or before w: delivered before a sample window that begins at w.
+func (d *deliveryTracker) lateBefore(event uint64, w time.Duration) int64 {
+	var n int64
+	for i := len(d.late) - 1; i >= 0 && d.late[i].event > event; i-- {
+		lb := &d.late[i]
+		switch {
+		case lb.to <= w:
+			n += lb.bytes
+		case lb.from < w:
+			n += int64(float64(lb.bytes) * float64(w-lb.from) / float64(lb.to-lb.from))
+		}
+	}
+	return n
+}
+
+// onLost declares [first, last] lost (queued for retransmission). Packets already delivered or
+// declared lost are skipped; lost bytes leave the flight.
+func (d *deliveryTracker) onLost(first, last seqno.Seq) {
+	from := max(seqno.Offset(d.base, first), 0)
+	to := min(seqno.Offset(d.base, last), d.n-1)
+	dbgLost(d, from, to)
+	for k := from; k <= to; k++ {
+		p := d.at(k)
+		p.flags |= pktEverLost
+		switch {
+		case p.flags&pktInFlight != 0:
+			d.inflight -= int64(p.size)
+			d.inflightPkts--
+		case p.flags&pktImplied == 0:
+			continue // delivered, or declared lost already
+		}
+		p.flags = p.flags&^(pktInFlight|pktImplied) | pktLost
+		d.lost += int64(p.size)
+		d.ev.newlyLost += int64(p.size)
+		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
+		d.ev.lostTx = max(d.ev.lostTx, p.txInFlight)
+	}
+}
+
+// onNAKFrontier applies a NAK read as a selective acknowledgement: the receiver holds frontier
+// (the packet after the NAK's highest range), so every packet before it that was never declared
+// lost and that named(seq) does not report missing has been received. Packets before an earlier
+// NAK's frontier were judged by that NAK and are not looked at again, so the cost is one pass
+// over the packets sent since. A frontier never sent (an inconsistent NAK) acknowledges nothing.
+func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq) bool, t time.Duration) {
+	f := seqno.Offset(d.base, frontier)
+	if f < 0 || f >= d.n {
+		return
+	}
+	d.learnt(frontier, t)
+	for k := max(seqno.Offset(d.base, d.sackFront), 0); k <= f; k++ {
+		p := d.at(k)
+		if p.flags&(pktDelivered|pktEverLost) != 0 || k < f && named(d.base.Add(k)) {
+			continue
+		}
+		d.deliver(k, p, t)
+		dbgSacked += int64(p.size)
+	}
+	if seqno.Offset(d.sackFront, frontier) >= 0 {
+		d.sackFront = frontier.Inc()
+	}
+}
+
+// sample ends the event and returns it as a congestion.Delivery; ok is false when the event
+// changed nothing a controller needs to hear of.
+func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) (s congestion.Delivery, ok bool) {
+	ev := &d.ev
+	if ev.newlyDelivered == 0 && ev.newlyLost == 0 && ev.priorInFlight == d.inflight {
+		return s, false
+	}
+	if d.appLimited != 0 && d.delivered > d.appLimited {
+		d.appLimited = 0 // the flight sent while application-limited has been delivered (§3.4)
+	}
+	s = congestion.Delivery{
+		NewlyDelivered: ev.newlyDelivered, NewlyLost: ev.newlyLost,
+		TotalDelivered: d.delivered, TotalLost: d.lost,
+		InFlight: d.inflight, PriorInFlight: ev.priorInFlight,
+		PacketSize: pktSize, CwndLimited: d.cwndLimited,
+	}
+	d.cwndLimited = false
+	if ev.hasRTT {
+		s.RTT = t - ev.rttSent
+		d.recentRTT = s.RTT
+	}
+	if ev.newlyLost > 0 {
+		s.LostSentLast = start.Add(ev.lostSentLast)
+		s.LostTxInFlight = ev.lostTx
+	}
+	if ev.hasRef {
+		s.PriorDelivered = ev.refDelivered
+		s.TxInFlight = ev.refTxInFlight
+		s.LostSinceSent = d.lost - ev.refLost
+		s.AppLimited = ev.refFlags&pktAppLimited != 0
+		d.pushSpan(ev.minSent)
+		dbgInvalid(ev, d, t)
+		if ev.refFlags&(pktRetrans|pktLate) == 0 {
+			// The draft's interval, max(send elapsed, ACK elapsed), and the span over which
+			// everything counted was sent: a cumulative ACK that jumps a repaired hole counts
+			// packets delivered long before, and their send times show it.
+			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.maxSent-ev.minSent)
+			if oldest, ok := d.sentSince(ev.refEvent); ok {
+				interval = max(interval, ev.refSent-oldest)
+			}
+			delivered := d.delivered - ev.refDelivered - d.lateBefore(ev.refEvent, ev.refDeliveredAt)
+			if delivered > 0 && interval > 0 {
+				s.Delivered, s.Interval = delivered, interval
+				dbgSample(s, ev, t)
+			}
+		}
+	}
+	return s, true
+}
+
+var dbgSample = func(s congestion.Delivery, ev *deliveryEvent, t time.Duration) {}
+
+var dbgSacked int64
+
+var dbgLost = func(d *deliveryTracker, from, to int) {}
+
+var dbgInvalid = func(ev *deliveryEvent, d *deliveryTracker, t time.Duration) {}

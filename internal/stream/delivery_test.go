@@ -1,0 +1,223 @@
+package stream
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// Bytes in flight count sent packets that are neither delivered nor declared lost; a NAK read as
+// SACK takes the packets before its frontier out; a retransmission counts again.
+func TestDeliveryInFlight(t *testing.T) {
+	isn := seqno.Seq(10)
+	d := newDeliveryTracker(isn, 64)
+	for k := 0; k < 10; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*time.Millisecond, false)
+	}
+	if d.inflight != 1000 || d.inflightPkts != 10 {
+		t.Fatalf("in flight %d bytes, %d packets; want 1000, 10", d.inflight, d.inflightPkts)
+	}
+	d.begin()
+	d.onLost(isn.Add(3), isn.Add(4)) // NAK [3,4], frontier 5
+	d.onNAKFrontier(isn.Add(5), func(s seqno.Seq) bool { return s == isn.Add(3) || s == isn.Add(4) }, 20*time.Millisecond)
+	s, ok := d.sample(20*time.Millisecond, time.Time{}, 100)
+	if !ok || s.NewlyLost != 200 || s.NewlyDelivered != 400 || s.InFlight != 400 {
+		t.Fatalf("after the NAK: %+v, want 200 lost, 400 delivered (0–2 and 5), 400 in flight", s)
+	}
+	d.onSend(isn.Add(3), 100, 21*time.Millisecond, true)
+	if d.inflight != 500 {
+		t.Fatalf("after a retransmission: %d bytes in flight, want 500", d.inflight)
+	}
+	d.begin()
+	d.onCumAck(isn.Add(4), 40*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond) // 3 repaired, 4 still lost
+	s, _ = d.sample(40*time.Millisecond, time.Time{}, 100)
+	if s.NewlyDelivered != 100 || s.InFlight != 400 || s.Delivered != 0 {
+		t.Fatalf("after the ACK of the retransmission: %+v, want 100 newly delivered, 400 in flight, no rate (its reference was retransmitted)", s)
+	}
+	// Packets 6–9 were sent long enough ago with later packets: silence implies they arrived.
+	d.imply(200*time.Millisecond, 20*time.Millisecond, 5*time.Millisecond)
+	if d.inflightPkts != 1 { // 9 has no later packet to reveal a loss
+		t.Fatalf("after imply: %d packets in flight, want 1", d.inflightPkts)
+	}
+}
+
+// A sample taken while application-limited says so, and the mark clears once what was in flight
+// then has been delivered (draft-cheng-iccrg-delivery-rate-estimation §3.4).
+func TestDeliveryAppLimited(t *testing.T) {
+	isn := seqno.Seq(0)
+	d := newDeliveryTracker(isn, 64)
+	d.onSend(isn, 100, 0, false)
+	d.markAppLimited()
+	d.onSend(isn.Add(1), 100, time.Millisecond, false)
+	d.begin()
+	d.onCumAck(isn.Add(2), 30*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond)
+	s, _ := d.sample(30*time.Millisecond, time.Time{}, 100)
+	if !s.AppLimited {
+		t.Fatalf("sample of an app-limited send: %+v, want AppLimited", s)
+	}
+	d.onSend(isn.Add(2), 100, 31*time.Millisecond, false)
+	d.begin()
+	d.onCumAck(isn.Add(3), 60*time.Millisecond, 20*time.Millisecond, 30*time.Millisecond)
+	if s, _ = d.sample(60*time.Millisecond, time.Time{}, 100); s.AppLimited {
+		t.Fatalf("sample after the app-limited flight was delivered: %+v, want not AppLimited", s)
+	}
+}
+
+// bottleneckPath drives a deliveryTracker over a model path: the sender sends a packet every
+// sendGap (faster than the bottleneck when sendGap < linkGap, so a queue builds), a FIFO
+// bottleneck delivers one packet per linkGap after owd, each transmission is lost with
+// probability loss, the receiver ACKs cumulatively every SYN and NAKs each new gap when the next
+// packet arrives, reports take owd back, and the sender resends a packet when its NAK arrives
+// (and again, as a timer would, 3 RTT later while the hole stays open). The true delivery rate
+// can never exceed size/linkGap.
+type bottleneckPath struct {
+	d                 *deliveryTracker
+	isn               seqno.Seq
+	sendGap, linkGap  time.Duration
+	owd               time.Duration
+	size              int
+	loss              float64
+	rng               *rand.Rand
+	samples           []congestion.Delivery
+	linkFree          time.Duration // when the bottleneck finishes its last packet
+	rcvd              map[int]bool
+	lrsn, nextSend, n int
+}
+
+type pathEvent struct {
+	at   time.Duration
+	kind int // 0 send, 1 arrival at the receiver, 2 ACK at the sender, 3 NAK at the sender, 4 resend timer
+	k    int // packet index (send: -1 = next new one)
+	a, b int // ACK: first missing; NAK: range
+}
+
+type pathEvents []pathEvent
+
+func (h pathEvents) Len() int           { return len(h) }
+func (h pathEvents) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h pathEvents) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *pathEvents) Push(x any)        { *h = append(*h, x.(pathEvent)) }
+func (h *pathEvents) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+func (p *bottleneckPath) run(n int, end time.Duration) {
+	p.n, p.lrsn, p.rcvd = n, -1, map[int]bool{}
+	q := &pathEvents{{at: 0, kind: 0, k: -1}}
+	for at := SYN; at < end; at += SYN {
+		heap.Push(q, pathEvent{at: at, kind: 5}) // the receiver's ACK timer
+	}
+	transmit := func(k int, at time.Duration, retrans bool) {
+		p.d.onSend(p.isn.Add(k), p.size, at, retrans)
+		if p.rng.Float64() < p.loss {
+			return
+		}
+		p.linkFree = max(p.linkFree, at) + p.linkGap
+		heap.Push(q, pathEvent{at: p.linkFree + p.owd, kind: 1, k: k})
+	}
+	for q.Len() > 0 {
+		e := heap.Pop(q).(pathEvent)
+		if e.at > end {
+			break
+		}
+		switch e.kind {
+		case 0:
+			transmit(p.nextSend, e.at, false)
+			if p.nextSend++; p.nextSend < n {
+				heap.Push(q, pathEvent{at: e.at + p.sendGap, kind: 0})
+			}
+		case 1: // arrival
+			if p.rcvd[e.k] {
+				break
+			}
+			p.rcvd[e.k] = true
+			if e.k > p.lrsn+1 {
+				heap.Push(q, pathEvent{at: e.at + p.owd, kind: 3, a: p.lrsn + 1, b: e.k - 1})
+			}
+			p.lrsn = max(p.lrsn, e.k)
+		case 5: // receiver ACK timer
+			first := 0
+			for p.rcvd[first] {
+				first++
+			}
+			heap.Push(q, pathEvent{at: e.at + p.owd, kind: 2, a: first})
+		case 2, 3:
+			p.d.begin()
+			if e.kind == 3 {
+				from, to := p.isn.Add(e.a), p.isn.Add(e.b)
+				p.d.onLost(from, to)
+				p.d.onNAKFrontier(p.isn.Add(e.b+1), func(s seqno.Seq) bool {
+					return seqno.Offset(from, s) >= 0 && seqno.Offset(s, to) >= 0
+				}, e.at)
+				for k := e.a; k <= e.b; k++ {
+					transmit(k, e.at, true)
+					heap.Push(q, pathEvent{at: e.at + 6*p.owd, kind: 4, k: k})
+				}
+			} else if seqno.Offset(p.d.base, p.isn.Add(e.a)) > 0 {
+				rtt := max(2*p.owd+p.linkGap, p.d.recentRTT) // as the engine's smoothed RTT follows the queue
+				p.d.onCumAck(p.isn.Add(e.a), e.at, rtt, rtt+SYN)
+			}
+			if s, ok := p.d.sample(e.at, time.Time{}, p.size); ok && s.Delivered > 0 {
+				p.samples = append(p.samples, s)
+			}
+		case 4: // resend timer for a hole still open
+			if !p.rcvd[e.k] && seqno.Offset(p.d.base, p.isn.Add(e.k)) >= 0 {
+				p.d.begin()
+				p.d.onLost(p.isn.Add(e.k), p.isn.Add(e.k))
+				p.d.sample(e.at, time.Time{}, p.size)
+				transmit(e.k, e.at, true)
+				heap.Push(q, pathEvent{at: e.at + 6*p.owd, kind: 4, k: e.k})
+			}
+		}
+	}
+}
+
+// No delivery-rate sample reads above the bottleneck's rate — under random loss (retransmissions
+// lost too), with a queue building behind the bottleneck, and across sequence-number wrap — and on
+// a clean paced path the samples read its rate. UDT's cumulative ACK makes this hard: a repaired
+// hole acknowledges every packet behind it at once (delivery.go).
+func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
+	for _, c := range []struct {
+		name             string
+		sendGap, linkGap time.Duration
+		loss             float64
+	}{
+		{"clean, paced at the rate", time.Millisecond, time.Millisecond, 0},
+		{"1 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.01},
+		{"3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03},
+		{"1 % loss, 1.25× the rate", 800 * time.Microsecond, time.Millisecond, 0.01},
+		{"3 % loss, 2× the rate", 500 * time.Microsecond, time.Millisecond, 0.03},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			isn := seqno.MaxSeq.Add(-500) // wraps after 500 packets
+			worst := 0.0
+			for seed := uint64(1); seed <= 8; seed++ {
+				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: c.sendGap, linkGap: c.linkGap,
+					owd: 25 * time.Millisecond, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7))}
+				p.run(3000, 4*time.Second)
+				if len(p.samples) < 50 {
+					t.Fatalf("seed %d: only %d samples", seed, len(p.samples))
+				}
+				path := float64(p.size) / c.linkGap.Seconds()
+				sum := 0.0
+				for _, s := range p.samples {
+					worst = max(worst, rate(s)/path)
+					sum += rate(s)
+				}
+				if mean := sum / float64(len(p.samples)) / path; c.loss == 0 && mean < 0.9 {
+					t.Errorf("seed %d: mean sample %.3f of the path's rate, want ≥ 0.9", seed, mean)
+				}
+			}
+			t.Logf("highest sample over 8 seeds: %.3f× the bottleneck's rate", worst)
+			// 3 % covers one packet more than the bottleneck can deliver in the shortest windows
+			// (about 35 packets: the RTT less the ACK timer's quantisation).
+			if worst > 1.03 {
+				t.Errorf("a sample read %.3f× the bottleneck's rate", worst)
+			}
+		})
+	}
+}
+
+func rate(s congestion.Delivery) float64 { return float64(s.Delivered) / s.Interval.Seconds() }
