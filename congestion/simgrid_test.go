@@ -148,7 +148,7 @@ type cellResult struct {
 	Runs    int
 	Util    float64       // steady-state goodput (unique payload, counted on the wire) / the rate
 	Retrans float64       // steady-state retransmissions / data packets sent
-	Queue   time.Duration // median bottleneck queue delay, sampled every gridTick in steady state
+	Queue   time.Duration // median bottleneck queueing delay (the packet on the wire left out), sampled every gridTick in steady state
 	Startup time.Duration // end of the first window averaging ≥ 90 % of the rate; −1: never in the run
 	Drops   float64       // queue drops within the start-up budget, in BDPs
 	Lost    uint64        // the run's random losses and queue drops on the bottleneck
@@ -171,7 +171,11 @@ func measureCell(c gridCell, sc connScenario, r connResult) cellResult {
 		}
 		q := slices.Clone(r.Queue[from+1:])
 		slices.Sort(q)
-		res.Queue = time.Duration(float64(q[len(q)/2]) * 8 / float64(c.Rate) * float64(time.Second))
+		wait := q[len(q)/2]
+		if sc.Bucket == 0 { // a serial link's queue includes the packet on the wire, which does not wait
+			wait = max(wait-simMSS, 0)
+		}
+		res.Queue = time.Duration(float64(wait) * 8 / float64(c.Rate) * float64(time.Second))
 	}
 	w := int(max(c.RTT, gridRateWindow) / gridTick)
 	for k := w; k < n; k++ { // recv[k] is at (k+1) ticks; the window is the w ticks before

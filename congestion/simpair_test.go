@@ -103,6 +103,15 @@ func (ps pairScenario) check(tg simTargets, r pairResult) []string {
 	return fails
 }
 
+// pairFrom is the first second measured in a run of dur: 30 s after the join, or the second
+// half of a shorter run.
+func pairFrom(dur time.Duration) int {
+	if from := int((pairJoin + pairAfter) / time.Second); from < int(dur/time.Second) {
+		return from
+	}
+	return int(dur/time.Second) / 2
+}
+
 func runPair(t *testing.T, ps pairScenario, ctl simController, seed uint64, dur time.Duration) pairResult {
 	flows := make([]connFlow, 2)
 	for i := range flows {
@@ -120,10 +129,7 @@ func runPair(t *testing.T, ps pairScenario, ctl simController, seed uint64, dur 
 	start := time.Now()
 	r := runConns(t, sc)
 	logShares(t, ps.Name, sc, r)
-	from := int((pairJoin + pairAfter) / time.Second)
-	if int(dur/time.Second) <= from {
-		from = int(dur/time.Second) / 2
-	}
+	from := pairFrom(dur)
 	a, b := mean(r.Share[0], from, len(r.Share[0])), mean(r.Share[1], from, len(r.Share[1]))
 	res := pairResult{Runs: 1, Total: a + b, Jain: jain(a, b)}
 	if a+b > 0 {
@@ -169,7 +175,7 @@ func TestSimTwoFlows(t *testing.T) {
 		})
 		var b strings.Builder
 		fmt.Fprintf(&b, "### two flows, %s: 100 Mbit/s, the second joins at %v; shares over %v–%v of what both delivered; worst of %d run(s)\n\n",
-			ctl.label(), pairJoin, min(pairJoin+pairAfter, dur/2), dur, runs)
+			ctl.label(), pairJoin, time.Duration(pairFrom(dur))*time.Second, dur, runs)
 		b.WriteString("| scenario | first flow | second flow | first's share (min–max over runs) | Jain (worst) | utilisation (worst) | misses |\n|---|---|---|---|---|---|---|\n")
 		for _, ps := range pairScenarios {
 			r, ok := results[ps.Name]
