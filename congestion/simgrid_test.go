@@ -17,6 +17,8 @@ package congestion_test
 //	UDT_SIM_STEADY=10s    the steady-state window after the start-up budget
 //	UDT_SIM_ACKAGG=5ms    the reverse path's release period for the ACK-aggregation kind
 //	UDT_SIM_OUT=file.md   also write the tables to a file
+//	UDT_SIM_JSON=file     append each cell's result to file as it ends, and reuse the cells found
+//	                      there (an interrupted grid resumes; a finished one only prints)
 //	UDT_SIM_ASSERT=1|0    assert issue 10's targets for every controller, or for none
 //
 // and -run filters cells by name: TestSimGrid/CONTROLLER/KIND/RATE/RTT/LOSS/BUFFER, e.g.
@@ -272,6 +274,7 @@ func TestSimGrid(t *testing.T) {
 	runs = envInt("UDT_SIM_RUNS", runs)
 	steady = envDuration("UDT_SIM_STEADY", steady)
 	var out strings.Builder
+	store := openGridStore(t)
 	for _, ctl := range simControllersUnderTest(t) {
 		results := map[gridCell]cellResult{}
 		var mu sync.Mutex
@@ -281,8 +284,14 @@ func TestSimGrid(t *testing.T) {
 					continue
 				}
 				t.Run(c.Name(), func(t *testing.T) {
-					t.Parallel()
-					r := runCell(t, c, ctl, runs, steady)
+					r, ok := store.lookup(ctl.Name, steady, c, runs)
+					if ok {
+						t.Logf("from UDT_SIM_JSON: %+v", r)
+					} else {
+						t.Parallel()
+						r = runCell(t, c, ctl, runs, steady)
+						store.save(t, ctl.Name, steady, c, r)
+					}
 					mu.Lock()
 					results[c] = r
 					mu.Unlock()
