@@ -20,6 +20,7 @@ package congestion_test
 //	UDT_SIM_JSON=file     append each cell's result to file as it ends, and reuse the cells found
 //	                      there (an interrupted grid resumes; a finished one only prints)
 //	UDT_SIM_ASSERT=1|0    assert issue 10's targets for every controller, or for none
+//	UDT_SIM_VERBOSE=1     log each run's per-second shares, pacing rate, queue and sender
 //
 // and -run filters cells by name: TestSimGrid/CONTROLLER/KIND/RATE/RTT/LOSS/BUFFER, e.g.
 // -run 'TestSimGrid/udt-lt/coarse/100M'. Cells run in parallel (go test -parallel).
@@ -213,6 +214,9 @@ func runCell(t *testing.T, c gridCell, ctl simController, runs int, steady time.
 		sc := c.scenario(ctl.Name, ctl.Fac, seed, steady)
 		start := time.Now()
 		r := runConns(t, sc)
+		if os.Getenv("UDT_SIM_VERBOSE") == "1" {
+			logShares(t, c.Name(), sc, r)
+		}
 		m := measureCell(c, sc, r)
 		m.Wall = time.Since(start)
 		t.Logf("run %d: util %.1f %%, retrans %.2f %%, queue %v, start-up %v, start-up drops %.2f BDP; sender %d sent, %d retransmitted, %d timeouts; bottleneck %d random losses, %d queue drops; %v of wall clock for %v",
