@@ -30,12 +30,28 @@ const (
 // the RTT of propagation delay and the random loss; the reverse link has the other half.
 type connScenario struct {
 	Rate     int64         // bottleneck, bit/s (counting IP+UDP headers, as a link does)
-	RTT      time.Duration // propagation round-trip time
-	QueueBDP float64       // drop-tail queue in BDPs; 0 means 1
-	Loss     float64       // random loss probability on the forward link
+	RTT      time.Duration // propagation round-trip time of the dumbbell (flows may add an access link)
+	QueueBDP float64       // drop-tail queue in BDPs (of Rate and RTT); 0 means 1
+	// QueueBytes, if positive, sizes the drop-tail queue in bytes instead of QueueBDP.
+	QueueBytes int
+	Loss       float64 // random loss probability on the forward link
 	// Bucket, if positive, makes the bottleneck a token-bucket shaper (Linux tbf) whose bucket
 	// holds Bucket at Rate, as examples/testbed's (1 ms), instead of a serial link.
-	Bucket   time.Duration
+	Bucket time.Duration
+	// Release, if positive, holds the packets leaving the bottleneck's queue until the next
+	// multiple of Release and lets them go together (simnet.LinkConfig.ReleaseEvery): a relay on
+	// a coarse timer.
+	Release time.Duration
+	// ACKRelease does the same on the reverse link: the return path aggregates ACKs.
+	ACKRelease time.Duration
+	// Jitter and JitterHold add FIFO jitter to the forward link (simnet.LinkConfig).
+	Jitter, JitterHold time.Duration
+	// Window, if positive, is every connection's flow window and the size of its send and
+	// receive buffers, in packets; 0 keeps conn's defaults.
+	Window int
+	// Tick, if positive (a divisor of 1 s), also samples the flows and the bottleneck every Tick
+	// into connResult's Tick series.
+	Tick     time.Duration
 	Seed     uint64
 	Flows    []connFlow
 	Duration time.Duration // virtual time measured from the first flow's start
@@ -45,9 +61,13 @@ type connScenario struct {
 }
 
 type connFlow struct {
-	Name  string
+	Name string
+	// CC makes the flow's controllers; nil leaves Config.Congestion nil: conn's default.
 	CC    congestion.Factory
 	Start time.Duration // virtual time of the dial
+	// RTT, if above the scenario's, puts an access link of (RTT − scenario RTT)/2 in each
+	// direction in front of this flow's share of the dumbbell.
+	RTT time.Duration
 }
 
 // connResult is what a run measured.
@@ -60,6 +80,13 @@ type connResult struct {
 	QueueMax []int            // the bottleneck queue's high-water mark in bytes, per second
 	Drops    []uint64         // queue drops per second
 	Random   []uint64         // random losses per second
+
+	// The Tick series (with connScenario.Tick): element k is sampled (k+1)·Tick after the start.
+	Recv    [][]uint64 // Recv[flow][k]: payload bytes the receiver accepted so far (unique data)
+	Sent    [][]uint64 // Sent[flow][k]: data packets sent so far, retransmissions included
+	Retrans [][]uint64 // Retrans[flow][k]: data packets retransmitted so far
+	Queue   []int      // the bottleneck's queue in bytes on the wire (datagrams + Overhead)
+	QDrops  []uint64   // the bottleneck's queue drops so far
 }
 
 // runConns runs sc inside a synctest bubble and returns the per-second figures.
@@ -70,18 +97,43 @@ func runConns(t *testing.T, sc connScenario) connResult {
 	return res
 }
 
+// connConfig is the conn.Config of one flow's two ends.
+func (sc *connScenario) connConfig(cc congestion.Factory) *conn.Config {
+	cfg := &conn.Config{Pacer: "gotimer", Congestion: cc, Linger: -1, IdleTimeout: time.Minute}
+	if sc.Window > 0 {
+		cfg.FlowWindow = sc.Window
+		cfg.SendBuffer = sc.Window * simPayload
+		cfg.RecvBuffer = sc.Window * simPayload
+	}
+	return cfg
+}
+
 func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 	qbdp := sc.QueueBDP
 	if qbdp == 0 {
 		qbdp = 1
 	}
+	qbytes := int(qbdp * float64(simnet.BDP(sc.Rate, sc.RTT)))
+	if sc.QueueBytes > 0 {
+		qbytes = sc.QueueBytes
+	}
 	n := len(sc.Flows)
 	d := simnet.NewDumbbell(sc.Seed, n,
 		simnet.LinkConfig{Rate: sc.Rate, Overhead: simOverhead, Delay: sc.RTT / 2,
-			QueueBytes: int(qbdp * float64(simnet.BDP(sc.Rate, sc.RTT))), Loss: sc.Loss,
-			BucketBytes: int(float64(sc.Rate) / 8 * sc.Bucket.Seconds())},
-		simnet.LinkConfig{Delay: sc.RTT / 2})
+			QueueBytes: qbytes, Loss: sc.Loss,
+			BucketBytes:  int(float64(sc.Rate) / 8 * sc.Bucket.Seconds()),
+			ReleaseEvery: sc.Release, Jitter: sc.Jitter, JitterHold: sc.JitterHold},
+		simnet.LinkConfig{Delay: sc.RTT / 2, ReleaseEvery: sc.ACKRelease})
 	defer d.Close()
+	for i, f := range sc.Flows {
+		if f.RTT <= sc.RTT {
+			continue
+		}
+		left, right := fmt.Sprintf("198.18.0.%d", i+1), fmt.Sprintf("198.18.1.%d", i+1)
+		access := simnet.LinkConfig{Delay: (f.RTT - sc.RTT) / 2}
+		d.Net.Route(left, right, d.Net.NewLink(access), d.Forward)
+		d.Net.Route(right, left, d.Reverse, d.Net.NewLink(access))
+	}
 
 	type flowState struct {
 		mu       sync.Mutex
@@ -97,7 +149,7 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 	for i, f := range sc.Flows {
 		fs := &flowState{}
 		flows[i] = fs
-		cfg := &conn.Config{Pacer: "gotimer", Congestion: f.CC, Linger: -1, IdleTimeout: time.Minute}
+		cfg := sc.connConfig(f.CC)
 		ln, err := conn.NewListener(d.Right[i], cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -155,12 +207,41 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 	}
 
 	secs := int(sc.Duration / time.Second)
-	res := connResult{Share: make([][]float64, n), Pacing: make([][]float64, n), Flight: make([][]int, n)}
+	res := connResult{Share: make([][]float64, n), Pacing: make([][]float64, n), Flight: make([][]int, n),
+		Recv: make([][]uint64, n), Sent: make([][]uint64, n), Retrans: make([][]uint64, n)}
+	tick := sc.Tick
+	if tick <= 0 || time.Second%tick != 0 {
+		tick = time.Second
+	}
+	perTick := int(time.Second / tick)
 	prev := make([]int64, n)
 	var prevFwd simnet.LinkStats
 	perSec := float64(sc.Rate) / 8 // bytes/s
-	for sec := 1; sec <= secs; sec++ {
-		time.Sleep(time.Until(begin.Add(time.Duration(sec) * time.Second)))
+	for k := 1; k <= secs*perTick; k++ {
+		time.Sleep(time.Until(begin.Add(time.Duration(k) * tick)))
+		if sc.Tick > 0 {
+			for i, fs := range flows {
+				fs.mu.Lock()
+				c, s := fs.client, fs.server
+				fs.mu.Unlock()
+				var cs, ss conn.Stats
+				if c != nil {
+					cs = c.Stats()
+				}
+				if s != nil {
+					ss = s.Stats()
+				}
+				res.Recv[i] = append(res.Recv[i], ss.BytesRecv)
+				res.Sent[i] = append(res.Sent[i], cs.PktSent)
+				res.Retrans[i] = append(res.Retrans[i], cs.PktRetrans)
+			}
+			st := d.Forward.Stats()
+			res.Queue = append(res.Queue, st.QueuedBytes+st.QueuedPackets*simOverhead)
+			res.QDrops = append(res.QDrops, st.DroppedQueue)
+		}
+		if k%perTick != 0 {
+			continue
+		}
 		for i, fs := range flows {
 			fs.mu.Lock()
 			got := fs.received

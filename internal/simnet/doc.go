@@ -28,10 +28,15 @@
 //     random loss probability.
 //  5. queue: with a Rate, packets are serialised one after another at Rate bit/s
 //     ((len+Overhead)·8/Rate seconds each) behind a drop-tail FIFO limited in bytes and/or
-//     packets; a packet that does not fit is dropped.
-//  6. propagation: Delay plus a uniform jitter in [0, Jitter]; without JitterReorders arrivals
-//     are kept in order. With probability Reorder a packet is held back ReorderDelay more and
-//     overtaken by its successors. With probability Duplicate a second copy arrives too.
+//     packets; a packet that does not fit is dropped. With BucketBytes the Rate is a token-bucket
+//     shaper instead (Linux tbf).
+//  6. release: with ReleaseEvery, packets are held until the next multiple of ReleaseEvery on
+//     the clock and leave together, as from a relay on a coarse timer (or, on a return path,
+//     a hop that aggregates ACKs).
+//  7. propagation: Delay plus a uniform jitter in [0, Jitter], drawn per packet or, with
+//     JitterHold, per slot of the clock; without JitterReorders arrivals are kept in order.
+//     With probability Reorder a packet is held back ReorderDelay more and overtaken by its
+//     successors. With probability Duplicate a second copy arrives too.
 //
 // All randomness comes from a math/rand/v2 PCG source seeded from the Network's seed and the
 // link's creation index, so a run is reproducible as long as the writes happen in the same

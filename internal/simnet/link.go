@@ -17,6 +17,12 @@ type LinkConfig struct {
 	Jitter time.Duration
 	// JitterReorders lets jitter reorder packets: each packet's arrival is independent.
 	JitterReorders bool
+	// JitterHold, if positive, keeps one jitter draw for every packet that leaves the queue
+	// stage within the same JitterHold-long slot of time (from the link's creation), so the delay varies over time
+	// (as a scheduled or shared-medium hop's does, slot by slot) instead of per packet. Without
+	// it, FIFO jitter vanishes at high packet rates: each arrival waits for the latest of many
+	// recent draws, so the delay stays close to Jitter and hardly varies.
+	JitterHold time.Duration
 
 	// Rate is the serialisation rate in bit/s; 0 means unlimited (no queue). A packet takes
 	// (len + Overhead)·8/Rate seconds, so 1500 bytes at 12 Mbit/s take exactly 1 ms.
@@ -38,6 +44,14 @@ type LinkConfig struct {
 	// least one packet's size; a smaller bucket holds a packet until its own size has accrued.
 	// Used only with a Rate.
 	BucketBytes int
+	// ReleaseEvery, if positive, holds each packet that leaves the queue stage (or enters the
+	// link, without a Rate) until the next multiple of ReleaseEvery since the link was created
+	// (the ticks of links created together are in phase), then releases
+	// everything held at once, in order: a relay, virtualised router or middlebox that forwards
+	// on a coarse timer tick. Behind a Rate each release carries about Rate·ReleaseEvery of
+	// packets back to back; on a return path it aggregates ACKs. Held packets have left the
+	// drop-tail queue (they wait in the relay's own buffer, which has no limit).
+	ReleaseEvery time.Duration
 
 	// MTU drops datagrams longer than MTU bytes (UDP payload: 28 less than the IPv4 packet);
 	// 0 means no limit. A datagram written with WriteFragmentable passes (as IP fragments
@@ -122,6 +136,10 @@ type Link struct {
 	qhead     int
 	qbytes    int
 	st        LinkStats
+
+	epoch   time.Time     // creation: the origin of ReleaseEvery's ticks and JitterHold's slots
+	jitSlot int64         // JitterHold: the clock slot of jitDraw, +1 (0: none yet)
+	jitDraw time.Duration // JitterHold: the current slot's jitter
 }
 
 type queued struct {
@@ -301,9 +319,12 @@ func (l *Link) transmit(p *packet, hop int, now time.Time) {
 		l.qbytes += size
 		l.st.MaxQueuedBytes = max(l.st.MaxQueuedBytes, l.qbytes)
 	}
+	if c.ReleaseEvery > 0 {
+		dep = nextTick(dep, l.epoch, c.ReleaseEvery)
+	}
 	arr := dep.Add(c.Delay)
 	if c.Jitter > 0 {
-		arr = arr.Add(time.Duration(l.rng.Int64N(int64(c.Jitter) + 1)))
+		arr = arr.Add(l.jitter(dep))
 	}
 	if !c.JitterReorders {
 		if arr.Before(l.lastArr) {

@@ -68,7 +68,7 @@ func (n *Network) NewLink(cfg LinkConfig) *Link {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.nlinks++
-	l := &Link{net: n, cfg: cfg}
+	l := &Link{net: n, cfg: cfg, epoch: time.Now()}
 	// Each link gets its own stream so that one link's draws never shift another's.
 	l.rng = rand.New(rand.NewPCG(n.seed, n.nlinks*0x9e3779b97f4a7c15))
 	return l

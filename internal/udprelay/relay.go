@@ -1,7 +1,8 @@
 // Package udprelay is a lossy UDP relay on real sockets, for tests of the transport over real
 // UDP: clients send to the relay's address, the relay forwards to a fixed server and the
-// server's answers back to each client, dropping, duplicating, delaying and reordering
-// datagrams on the way and counting what it did.
+// server's answers back to each client, dropping, duplicating, rate-limiting (a serial link with
+// a drop-tail queue), delaying, releasing in batches on a coarse tick and reordering datagrams on
+// the way, and counting what it did.
 //
 // Each client address gets its own upstream socket (like a NAT mapping), so the server sees one
 // distinct source per client and many clients can share a relay. Every goroutine (one reader
@@ -22,7 +23,8 @@ import (
 )
 
 // Impairment configures one direction. The zero value forwards everything at once.
-// Stages apply in this order: Drop rule, Loss, Duplicate, Delay, Reorder.
+// Stages apply in this order: Drop rule, Loss, Duplicate, Rate (a drop-tail queue), Delay,
+// ReleaseEvery, Reorder.
 type Impairment struct {
 	// Drop is a rule: it sees each datagram (do not retain or modify b) and drops it when it
 	// returns true; simnet.DropUDTControl(simnet.UDTNAK) drops every UDT NAK. Called with the
@@ -32,8 +34,23 @@ type Impairment struct {
 	Loss float64
 	// Duplicate is the probability that a datagram is sent twice (back to back).
 	Duplicate float64
+	// Rate, if positive, limits the direction to Rate bit/s: datagrams leave one after another,
+	// each taking (len + Overhead)·8/Rate seconds, as from a serial bottleneck link, behind a
+	// drop-tail queue of QueueBytes; a datagram that does not fit is dropped (DroppedQueue).
+	Rate int64
+	// Overhead is added to each datagram's length for the Rate only: 28 counts the IPv4 and UDP
+	// headers, as a link would. Default 0.
+	Overhead int
+	// QueueBytes limits the Rate's queue (the datagrams waiting and the one being sent), in
+	// bytes of datagram. Default (with a Rate): 100 ms at the Rate.
+	QueueBytes int
 	// Delay holds every datagram this long before it is sent (a constant one-way delay).
 	Delay time.Duration
+	// ReleaseEvery, if positive, holds each datagram (after the Rate and the Delay) until the
+	// next multiple of ReleaseEvery since the relay started, and sends those held together: a relay or
+	// router that forwards on a coarse timer tick. On the real clock the release comes up to one
+	// timer slack later (about a millisecond with Go's runtime timer on Linux).
+	ReleaseEvery time.Duration
 	// Reorder is the probability that a datagram is held back so that later ones overtake it.
 	Reorder float64
 	// ReorderPackets, if positive, holds a reordered datagram until that many later datagrams
@@ -65,13 +82,15 @@ type DirStats struct {
 	Forwarded, ForwardedBytes uint64 // datagrams written, duplicates included
 	DroppedRule               uint64 // dropped by the Drop rule
 	DroppedLoss               uint64 // dropped at random
+	DroppedQueue              uint64 // dropped at the Rate's full queue
+	MaxQueuedBytes            int    // the Rate queue's high-water mark, bytes
 	Duplicated                uint64 // extra copies sent
 	Reordered                 uint64 // datagrams held back
 	Errors                    uint64 // write errors (the datagram is lost) and refused clients
 }
 
-// Dropped is the number of datagrams dropped on purpose (rule and loss).
-func (s DirStats) Dropped() uint64 { return s.DroppedRule + s.DroppedLoss }
+// Dropped is the number of datagrams dropped on purpose (rule, loss and the Rate's queue).
+func (s DirStats) Dropped() uint64 { return s.DroppedRule + s.DroppedLoss + s.DroppedQueue }
 
 // Stats is a Relay's counters.
 type Stats struct{ ToServer, ToClient DirStats }
@@ -276,11 +295,13 @@ func (r *Relay) readServer(s *session) {
 
 // direction is the impairment state of one direction.
 type direction struct {
-	mu   sync.Mutex
-	imp  Impairment
-	rng  *rand.Rand
-	held []*held
-	st   DirStats
+	mu    sync.Mutex
+	imp   Impairment
+	rng   *rand.Rand
+	held  []*held
+	q     shaper
+	epoch time.Time // the origin of ReleaseEvery's ticks
+	st    DirStats
 }
 
 // held is a reordered datagram waiting for later ones to overtake it.
@@ -292,7 +313,7 @@ type held struct {
 }
 
 func newDirection(imp Impairment, seed, stream uint64) *direction {
-	return &direction{imp: imp, rng: rand.New(rand.NewPCG(seed, stream))}
+	return &direction{imp: imp, rng: rand.New(rand.NewPCG(seed, stream)), epoch: time.Now()}
 }
 
 func (d *direction) set(imp Impairment) {
@@ -341,10 +362,25 @@ func (d *direction) process(b []byte, dl *delayLine, send func([]byte) error) {
 		copies = 2
 		d.st.Duplicated++
 	}
+	now := time.Now()
 	for range copies {
-		if imp.Delay > 0 {
+		at := now
+		if imp.Rate > 0 {
+			dep, ok := d.q.admit(now, len(b), imp)
+			if !ok {
+				d.st.DroppedQueue++
+				continue
+			}
+			d.st.MaxQueuedBytes = max(d.st.MaxQueuedBytes, d.q.bytes)
+			at = dep
+		}
+		at = at.Add(imp.Delay)
+		if imp.ReleaseEvery > 0 {
+			at = nextTick(at, d.epoch, imp.ReleaseEvery)
+		}
+		if at.After(now) {
 			c := append([]byte(nil), b...)
-			dl.add(time.Now().Add(imp.Delay), func() { d.emitLocked(c, dl, send) }, &d.mu)
+			dl.add(at, func() { d.emitLocked(c, dl, send) }, &d.mu)
 			continue
 		}
 		d.emitLocked(b, dl, send)
