@@ -81,9 +81,11 @@ func TestRendezvousAgainstUDT4Capture(t *testing.T) {
 			return h
 		}
 		ours := read()
-		// Layout of the reference's first request, but our own random socket ID and ISN.
+		// Layout of the reference's first request, but our own random socket ID and ISN, and our
+		// default flow window (min(FlowWindow, receive buffer) = 25600; UDT 4.11's is 8192).
 		want := refReq
 		want.SocketID, want.ISN = ours.SocketID, ours.ISN
+		want.FlowWindow = min(DefaultFlowWindow, DefaultBufferPackets)
 		want.SetPeerAddr(p.B.AddrPort().Addr())
 		if ours != want {
 			t.Fatalf("first request\n got %+v\nwant %+v", ours, want)
