@@ -68,19 +68,21 @@ type deliveryTracker struct {
 	n            int // records: base … base+n−1
 	limit        int // largest n: the send buffer in packets
 
-	delivered     int64         // C.delivered, bytes
-	lost          int64         // C.lost, bytes
-	late          []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
-	deliveredTime time.Duration // C.delivered_time: when the highest known received advanced
-	highest       seqno.Seq     // the highest sequence number known received
-	hasHighest    bool
-	firstSentTime time.Duration // C.first_sent_time
-	appLimited    int64         // C.app_limited: 0, or the C.delivered beyond which it clears
-	inflight      int64         // bytes in flight
-	inflightPkts  int           // packets in flight
-	cwndLimited   bool          // the congestion window held the sender back since the last sample
-	recentRTT     time.Duration // the latest RTT sample (imply waits at least this long)
-	srtt, rttVar  time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
+	delivered       int64         // C.delivered, bytes
+	lost            int64         // C.lost, bytes
+	late            []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
+	deliveredTime   time.Duration // C.delivered_time: when the highest known received advanced
+	highest         seqno.Seq     // the highest sequence number known received
+	hasHighest      bool
+	firstSentTime   time.Duration // C.first_sent_time
+	appLimited      int64         // C.app_limited: 0, or the C.delivered beyond which it clears
+	inflight        int64         // bytes in flight
+	inflightPkts    int           // packets in flight
+	cwndLimited     bool          // the congestion window held the sender back since the last sample
+	recentRTT       time.Duration // the latest RTT sample (imply waits at least this long)
+	rackSent        time.Duration // the latest departure of a packet known delivered (RACK.xmit_ts)
+	retransInFlight int           // records with pktRetrans and pktInFlight
+	srtt, rttVar    time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
 	events uint64        // delivery events that delivered something, so far
@@ -307,6 +309,21 @@ func (d *deliveryTracker) implyAt(k int) {
 	p.flags = p.flags&^pktInFlight | pktImplied
 	d.inflight -= int64(p.size)
 	d.inflightPkts--
+}
+
+// lostRepair reports whether the first unacknowledged packet is a retransmission that the
+// receiver's cumulative ACK still names as missing although it left more than wait ago (a round
+// trip, its variation, the ACK period and the reordering window): the repair was lost too. A UDT4
+// receiver reports a gap once; without this the hole, and everything after it in both buffers,
+// would wait for a timer or the periodic NAK, about four round trips (RFC 8985's RACK reasons
+// the same way from SACKs; UDT4's cumulative ACK is the evidence here, and only for the lowest
+// hole, since packets above it are acknowledged only once it is repaired).
+func (d *deliveryTracker) lostRepair(t, wait time.Duration) bool {
+	if d.n == 0 {
+		return false
+	}
+	p := d.at(0)
+	return p.flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight && t-p.sent > wait
 }
 
 // spurious notes that seq, declared lost, was not: an ACK covered it before its resend left, or

@@ -247,6 +247,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.traceACKReceived()
 		}
 		e.peerAnswered()
+		e.checkLostRepair(t)
 		e.deliveryDone(t, now)
 		return true
 	}
@@ -261,6 +262,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		}
 	}
 	e.peerAnswered()
+	e.checkLostRepair(t)
 	e.deliveryDone(t, now)
 	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
@@ -343,4 +345,18 @@ func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
 		}
 		return false
 	}, t)
+}
+
+// checkLostRepair re-queues the first unacknowledged packet when an ACK still names it missing
+// well after its retransmission should have arrived (delivery.go's lostRepair).
+func (e *Endpoint) checkLostRepair(t time.Duration) {
+	srtt, rttVar := e.dlv.rtt(e.rtt.RTT())
+	if e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
+		return // already queued
+	}
+	if e.dlv.lostRepair(t, srtt+4*rttVar+SYN+e.sndReorderWindow()) {
+		first := e.sndLastAck()
+		e.stats.SndLoss += uint64(e.addLoss(first, first))
+		e.stats.RetransLost++
+	}
 }

@@ -33,6 +33,7 @@ type Stats struct {
 	Probes            uint64 // tail-loss probes (first timer expiry without ACK progress)
 	Timeouts          uint64 // retransmission timeouts (later expiries, each a probe and Controller.OnTimeout)
 	GoBackN           uint64 // times every unacknowledged packet was re-queued, the peer answering after a timeout
+	RetransLost       uint64 // retransmissions declared lost: an ACK named them missing a round trip after (lostRepair)
 	EncodeErrors      uint64 // control packets our encoder refused (a bug if non-zero)
 	Unreachable       uint64 // port-unreachable reports about packets to the peer (OnUnreachable)
 	PMTUProbes        uint64 // path MTU probes sent (pmtud.go)
