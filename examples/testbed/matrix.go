@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ type matrixOptions struct {
 	json      bool
 	plot      string
 	duration  time.Duration
+	runs      int // runs per cell; the row is the median by goodput (issue 10: 3)
 	protocols string
 	udtperf   string
 	traceDir  string // one udtperf -trace file per udt cell
@@ -124,6 +126,9 @@ type Row struct {
 	LinkRTTms   float64 `json:"link_rtt_ms"`   // ping median measured before the scenario, ms
 	LinkLossPct float64 `json:"link_loss_pct"` // UDP probe loss measured before the scenario, %
 	Error       string  `json:"error,omitempty"`
+	// RunsMbps is every run's goodput, in the order run; the row's other figures are the
+	// median run's (the runs of a scenario interleave the protocols: A B C, A B C, …).
+	RunsMbps []float64 `json:"runs_mbps"`
 
 	Backend string `json:"backend"` // udt: the sender's pacer backend (udtperf's); "" otherwise
 	// SenderCPU is the sender's process CPU seconds per 10⁹ payload bytes (udtperf's
@@ -141,8 +146,8 @@ func newRow(proto string, s Scenario) Row {
 
 // printTable writes the matrix as a Markdown table (one line per row).
 func printTable(w io.Writer, rows []Row) {
-	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | MTU | goodput Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|")
+	fmt.Fprintln(w, "| protocol | rate Mbit/s | RTT ms | loss % | MTU | goodput Mbit/s | runs Mbit/s | retrans % | sha256 | link RTT ms | link loss % | snd CPU s/GB |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---:|---|---:|---:|---:|")
 	for _, r := range rows {
 		gp, rt, sha := fmt.Sprintf("%.2f", r.GoodputMbps), fmt.Sprintf("%.2f", r.RetransPct), "ok"
 		proto, cpu := r.Protocol, "n/a"
@@ -158,8 +163,12 @@ func printTable(w io.Writer, rows []Row) {
 		if r.Error != "" {
 			gp, rt, sha = "—", "—", "error: "+r.Error
 		}
-		fmt.Fprintf(w, "| %s | %g | %g | %g | %d | %s | %s | %s | %.2f | %.3f | %s |\n",
-			proto, r.RateMbps, r.RTTms, r.LossPct, r.MTU, gp, rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
+		var runs []string
+		for _, g := range r.RunsMbps {
+			runs = append(runs, fmt.Sprintf("%.1f", g))
+		}
+		fmt.Fprintf(w, "| %s | %g | %g | %g | %d | %s | %s | %s | %s | %.2f | %.3f | %s |\n",
+			proto, r.RateMbps, r.RTTms, r.LossPct, r.MTU, gp, strings.Join(runs, " "), rt, sha, r.LinkRTTms, r.LinkLossPct, cpu)
 	}
 }
 
@@ -173,4 +182,24 @@ func writeJSON(w io.Writer, rows []Row) error {
 	return enc.Encode(struct {
 		Results []Row `json:"results"`
 	}{rows})
+}
+
+// medianRow returns the run with the median goodput (the lower middle of an even count), with
+// every run's goodput in RunsMbps, SHA256OK only if every run verified, and the first error.
+func medianRow(runs []Row) Row {
+	if len(runs) == 0 {
+		return Row{}
+	}
+	sorted := slices.Clone(runs)
+	slices.SortStableFunc(sorted, func(a, b Row) int { return cmp.Compare(a.GoodputMbps, b.GoodputMbps) })
+	m := sorted[(len(sorted)-1)/2]
+	m.RunsMbps = nil
+	for _, r := range runs {
+		m.RunsMbps = append(m.RunsMbps, r.GoodputMbps)
+		m.SHA256OK = m.SHA256OK && r.SHA256OK
+		if m.Error == "" && r.Error != "" {
+			m.Error = r.Error
+		}
+	}
+	return m
 }

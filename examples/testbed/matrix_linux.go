@@ -121,7 +121,7 @@ func runMatrix(ctx context.Context, o *options) (int, error) {
 	bad := false
 	for _, sc := range scs {
 		cfg := Config{Rate: sc.Rate, RTT: sc.RTT, Loss: sc.Loss, Queue: o.cfg.Queue, MTU: sc.MTU}
-		scRows, err := runScenario(ctx, cfg, sc, protos, runners, o.matrix.duration, o.stderr)
+		scRows, err := runScenario(ctx, cfg, sc, protos, runners, o.matrix.duration, o.matrix.runs, o.stderr)
 		rows = append(rows, scRows...)
 		if err != nil {
 			return 1, interrupted(ctx, err)
@@ -175,7 +175,7 @@ func measureLink(ctx context.Context, cfg Config, mode, tcpTool string, w, log i
 // runScenario builds the testbed for one scenario, checks its RTT and loss
 // quickly, and runs each protocol. Transfer errors go into the rows; the
 // returned error is for the testbed itself or an interrupt.
-func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, runners map[string]transferRunner, dur time.Duration, log io.Writer) ([]Row, error) {
+func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, runners map[string]transferRunner, dur time.Duration, nruns int, log io.Writer) ([]Row, error) {
 	tb, err := New(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -192,23 +192,29 @@ func runScenario(ctx context.Context, cfg Config, sc Scenario, protos []string, 
 		return nil, tb.explain(err)
 	}
 	fmt.Fprintf(log, "testbed: scenario %s: link RTT %.2f ms, loss %.3f %%\n", sc, float64(med)/1e6, lp)
+	runs := make(map[string][]Row)
+	for r := 0; r < max(nruns, 1); r++ {
+		for _, p := range protos { // interleaved: A B C, A B C, … so that drift hits all alike
+			row, err := runners[p].Run(ctx, tb, dur)
+			if ctx.Err() != nil {
+				return nil, tb.explain(ctx.Err())
+			}
+			base := newRow(p, sc)
+			base.GoodputMbps, base.RetransPct, base.SHA256OK, base.Seconds = row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds
+			base.Backend, base.SenderCPU = row.Backend, row.SenderCPU
+			base.LinkRTTms, base.LinkLossPct = float64(med)/1e6, lp
+			if err != nil {
+				base.Error = err.Error()
+				fmt.Fprintf(log, "  %-10s run %d error: %v\n", p, r+1, err)
+			} else {
+				fmt.Fprintf(log, "  %-10s run %d %7.2f Mbit/s, retrans %.2f %%, sha256 ok %v\n", p, r+1, base.GoodputMbps, base.RetransPct, base.SHA256OK)
+			}
+			runs[p] = append(runs[p], base)
+		}
+	}
 	var rows []Row
 	for _, p := range protos {
-		row, err := runners[p].Run(ctx, tb, dur)
-		if ctx.Err() != nil {
-			return rows, tb.explain(ctx.Err())
-		}
-		base := newRow(p, sc)
-		base.GoodputMbps, base.RetransPct, base.SHA256OK, base.Seconds = row.GoodputMbps, row.RetransPct, row.SHA256OK, row.Seconds
-		base.Backend, base.SenderCPU = row.Backend, row.SenderCPU
-		base.LinkRTTms, base.LinkLossPct = float64(med)/1e6, lp
-		if err != nil {
-			base.Error = err.Error()
-			fmt.Fprintf(log, "  %-10s error: %v\n", p, err)
-		} else {
-			fmt.Fprintf(log, "  %-10s %7.2f Mbit/s, retrans %.2f %%, sha256 ok %v\n", p, base.GoodputMbps, base.RetransPct, base.SHA256OK)
-		}
-		rows = append(rows, base)
+		rows = append(rows, medianRow(runs[p]))
 	}
 	return rows, nil
 }

@@ -95,8 +95,8 @@ func TestPrintTable(t *testing.T) {
 	c.GoodputMbps, c.RetransPct, c.SHA256OK, c.Backend, c.SenderCPU = 90, 0.1, true, "nanosleep", &cpu
 	printTable(&buf, append(sampleRows(), c))
 	out := buf.String()
-	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1500 | 1.30 | 1.45 | ok |", "| udt | 100 | 100 | 1 | 1500 | — | — | error: udtperf missing |",
-		"| udt/nanosleep | 100 | 20 | 0 | 1500 | 90.00 | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
+	for _, want := range []string{"| tcp-cubic | 100 | 100 | 1 | 1500 | 1.30 |  | 1.45 | ok |", "| udt | 100 | 100 | 1 | 1500 | — |  | — | error: udtperf missing |",
+		"| udt/nanosleep | 100 | 20 | 0 | 1500 | 90.00 |  | 0.10 | ok | 0.00 | 0.000 | 3.25 |"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
@@ -114,5 +114,19 @@ func TestWritePlot(t *testing.T) {
 	}
 	if writePlot(f, nil) == nil {
 		t.Error("plot of nothing: want an error")
+	}
+}
+
+// The median run is the row; every run's goodput stays in RunsMbps, in order; one failed run
+// marks the row.
+func TestMedianRow(t *testing.T) {
+	sc := Scenario{100e6, 100 * time.Millisecond, 1, 0}
+	mk := func(g float64, ok bool) Row { r := newRow(protoUDT, sc); r.GoodputMbps, r.SHA256OK = g, ok; return r }
+	m := medianRow([]Row{mk(80, true), mk(60, true), mk(90, true)})
+	if m.GoodputMbps != 80 || !m.SHA256OK || len(m.RunsMbps) != 3 || m.RunsMbps[1] != 60 {
+		t.Fatalf("median of 80, 60, 90: %+v", m)
+	}
+	if m := medianRow([]Row{mk(80, true), mk(60, false), mk(90, true)}); m.SHA256OK {
+		t.Fatalf("a failed run: %+v", m)
 	}
 }
