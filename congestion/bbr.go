@@ -466,9 +466,14 @@ func (b *BBR) inflightWithHeadroom() float64 {
 	return max(b.inflightHi-headroom, bbrMinPipePackets*b.pkt)
 }
 
-// probeRTTCwnd is ProbeRTT's window: half the BDP, at least the minimum pipe (draft §4.3.4).
+// probeRTTCwnd is ProbeRTT's window: half the BDP, at least the minimum pipe (draft §4.3.4),
+// plus the ACK-aggregation allowance. The draft leaves the allowance out, for TCP, whose
+// receivers acknowledge every other segment; a UDT receiver acknowledges every quarter RTT but at
+// most every 1 ms (a UDT4 one every 10 ms), so on a short path half a BDP would be all the flight
+// for several round trips between ACKs and ProbeRTT would idle the link. The packets that
+// allowance covers have arrived and wait for their ACK: the queue still drains.
 func (b *BBR) probeRTTCwnd() float64 {
-	return max(b.bdp(b.bw, bbrProbeRTTCwndGain), bbrMinPipePackets*b.pkt)
+	return max(b.bdp(b.bw, bbrProbeRTTCwndGain)+b.extraAckedMax(), bbrMinPipePackets*b.pkt)
 }
 
 // saveCwnd is the draft's BBRSaveCwnd (§4.6.4.4).
