@@ -64,7 +64,7 @@ func simTransfer(t *testing.T, p *simnet.Pair, cfg *Config, size int64) (mbps, l
 // Reordering at 1, 10 and 25 % by 1, 5 and 10 ms over the whole stack (simnet, virtual time):
 // with the default controller (BBR), retransmissions stay under 2 % of the packets sent (each one
 // a packet arriving twice), and 25 % reordering by 5 ms keeps ≥ 80 % of the clean path's goodput
-// once past the start (the second half of a 32 MiB transfer; measured: 96.6 against 96.1 Mbit/s).
+// once past the start (the second half of a 32 MiB transfer; measured: 96.1 against 96.1 Mbit/s).
 // The first reordering (before the receiver has seen any) is a spurious loss, as RACK's before
 // reordering_seen (RFC 8985 §6.2), which BBR undoes once it proves spurious (internal/stream's
 // TestReorderGoodputAgainstClean).
