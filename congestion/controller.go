@@ -1,7 +1,6 @@
 // Package congestion holds udt's congestion controllers: the Controller interface (shaped after
-// UDT4's CCC class, spec §5.7), UDT 4.11's native DAIMD algorithm (Native, spec §5, the default),
-// a loss-tolerant variant of it for long, fast, lossy paths (LossTolerant, "udt-lt") and a
-// fixed-rate controller for benchmarks (Fixed). "spec §N" refers to docs/udt4-spec.md in the
+// UDT4's CCC class, spec §5.7), the default model-based controller (BBR, "bbr"), UDT 4.11's native
+// DAIMD algorithm (Native, spec §5, "udt") and a fixed-rate controller for benchmarks (Fixed). "spec §N" refers to docs/udt4-spec.md in the
 // repository.
 //
 // A controller only computes: it is told events with the time passed in and answers with a packet
@@ -10,8 +9,8 @@
 //
 // # How a connection drives a controller
 //
-// A connection gets a fresh Controller from its Factory (NativeFactory by default; ParseSpec turns
-// a command-line name such as "udt", "udt-lt" or "fixed:500mbit" into one), calls Init once, then one event
+// A connection gets a fresh Controller from its Factory (BBRFactory by default; ParseSpec turns
+// a command-line name such as "bbr", "udt" or "fixed:500mbit" into one), calls Init once, then one event
 // method at a time from one goroutine, and reads State after each event (UDT's CCUpdate, spec
 // §5.5): the period paces the sender, min(Window, flow window) bounds the packets in flight, and
 // the optional fields set the receiver's ACK timer, ACK interval and the retransmission timeout.

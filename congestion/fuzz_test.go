@@ -82,8 +82,8 @@ func fuzzSeeds(f *testing.F) {
 	f.Add([]byte{0xf8, 0xff, 0xff, 0x7f, 0xdc, 0x05, 0x40, 0, 0})
 }
 
-// checkNativeState fails t unless s is a state the native algorithm (and LossTolerant over it)
-// may report: Period in (0, 1 s] (0 would mean unpaced), Window 16 to NoWindowLimit, ACK period SYN and nothing else.
+// checkNativeState fails t unless s is a state the native algorithm may
+// report: Period in (0, 1 s] (0 would mean unpaced), Window 16 to NoWindowLimit, ACK period SYN and nothing else.
 func checkNativeState(t *testing.T, step int, s State) {
 	t.Helper()
 	if s.Period <= 0 || s.Period > time.Second {
@@ -122,7 +122,7 @@ func FuzzCapped(f *testing.F) {
 		case 1:
 			c = NewNative()
 		default:
-			c = NewLossTolerant()
+			c = NewBBR()
 		}
 		c = WithMaxBandwidth(c, maxBW)
 		drive(r, c, func(step int, s State) {
@@ -152,27 +152,6 @@ func FuzzParseRate(f *testing.F) {
 		if err != nil || fac().(*Fixed).Rate() != r {
 			t.Fatalf("ParseSpec(fixed:%s): %v", s, err)
 		}
-	})
-}
-
-func FuzzLossTolerant(f *testing.F) {
-	fuzzSeeds(f)
-	f.Fuzz(func(t *testing.T, data []byte) {
-		c := NewLossTolerant(WithRandSource(rand.NewPCG(1, 2)))
-		drive(data, c, func(step int, s State) {
-			checkNativeState(t, step, s)
-			if r := c.LossRate(); !(r >= 0 && r <= 1) {
-				t.Fatalf("step %d: LossRate %v outside [0, 1]", step, r)
-			}
-			if n := c.Sample(); n < LossTolerantMinSample || n > LossTolerantMaxSample {
-				t.Fatalf("step %d: Sample %d", step, n)
-			}
-			// The minimum takes the larger of two consecutive samples, so the latest sample may be
-			// below it (a negative queue reads as none).
-			if c.minRTT < 0 || c.srtt < 0 || c.srtt > 0 && c.minRTT == 0 {
-				t.Fatalf("step %d: smoothed RTT %v, min %v", step, c.srtt, c.minRTT)
-			}
-		})
 	})
 }
 

@@ -23,7 +23,6 @@ const (
 	minIncrease      = 0.01    // UDT 4.11's floor of the increase, packets per SYN (1/MSS before 4.11)
 	increaseBeta     = 1.5e-6  // β of the increase formula (spec §5.2 step 7)
 	maxPeriodUS      = 1e6     // cap on STP: 1 packet/s (not in the reference; see Native)
-	maxCatchUp       = 100     // SYNs of increase one rate-control step may catch up (LossTolerant only)
 	avgNAKOld        = 0.875   // AvgNAKNum smoothing weights (spec §5.3 step 3.2)
 	avgNAKNew        = 0.125   //
 	usPerSecond      = 1e6     //
@@ -87,18 +86,6 @@ const (
 // A Native is not safe for concurrent use; conn calls it from one goroutine at a time.
 type Native struct {
 	rnd rand.Source // nil: math/rand/v2's global generator
-
-	// catchUp makes a rate-control step apply one increase per SYN elapsed since the previous
-	// step or the last loss report, whichever is later (at most two RTTs' worth, at most
-	// maxCatchUp), instead of one per step. Off in Native; LossTolerant sets it.
-	catchUp  bool
-	lastLoss time.Time // the last loss report (OnLoss with ranges), for catchUp
-
-	// incMin and incMax, when incMax > 0, bound the increase of a rate-control step (packets per
-	// SYN, before catchUp's multiplication); hold suppresses it. Zero in Native; LossTolerant
-	// sets them per step.
-	incMin, incMax float64
-	hold           bool
 
 	// Connection parameters (Init).
 	mss      float64 // bytes, IP and UDP headers included
@@ -170,7 +157,6 @@ func (n *Native) Init(now time.Time, p Params) {
 	n.slowStart = true
 	n.lastAck = n.currSeq
 	n.lastRCTime = now
-	n.lastLoss = time.Time{}
 	n.loss = false
 	n.lastDecSeq = seqDec(n.lastAck)
 	n.lastDecPeriod = 1
@@ -202,15 +188,6 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 	if now.Sub(n.lastRCTime) < SYN {
 		return
 	}
-	steps := 1.0
-	if n.catchUp {
-		limit := min(math.Ceil(2*(n.rttUS+synUS)/synUS), maxCatchUp) // two RTTs' worth
-		since := n.lastRCTime
-		if n.lastLoss.After(since) {
-			since = n.lastLoss
-		}
-		steps = max(min(math.Floor(float64(now.Sub(since))/float64(SYN)), limit), 1)
-	}
 	n.lastRCTime = now
 
 	if n.slowStart {
@@ -231,14 +208,10 @@ func (n *Native) OnACK(now time.Time, a ACK) {
 		n.loss = false // no increase in the SYN after a loss
 		return
 	}
-	if n.hold {
-		return
-	}
 	inc := n.increase()
-	if n.incMax > 0 {
-		inc = min(max(inc, n.incMin), n.incMax)
-	}
-	n.stp = n.stp * synUS / (n.stp*inc*steps + synUS)
+	// float64() rounds the product before the sum: no fused multiply-add on any GOARCH, so STP is
+	// bit-for-bit the reference formula's on every platform.
+	n.stp = n.stp * synUS / (float64(n.stp*inc) + synUS)
 	n.clamp()
 }
 
@@ -302,7 +275,6 @@ func (n *Native) OnLoss(now time.Time, l Loss) {
 		return
 	}
 	n.currSeq = l.CurrSeq & maxSeq
-	n.lastLoss = now
 	if n.slowStart {
 		n.leaveSlowStart()
 		if n.recvRate > 0 {

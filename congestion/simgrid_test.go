@@ -23,7 +23,7 @@ package congestion_test
 //	UDT_SIM_VERBOSE=1     log each run's per-second shares, pacing rate, queue and sender
 //
 // and -run filters cells by name: TestSimGrid/CONTROLLER/KIND/RATE/RTT/LOSS/BUFFER, e.g.
-// -run 'TestSimGrid/udt-lt/coarse/100M'. Cells run in parallel (go test -parallel).
+// -run 'TestSimGrid/udt/coarse/100M'. Cells run in parallel (go test -parallel).
 
 import (
 	"fmt"

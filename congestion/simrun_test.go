@@ -139,34 +139,3 @@ func TestSimFixedAndMaxBandwidth(t *testing.T) {
 		}
 	}
 }
-
-// The loss-tolerant controller in the model: the lossy path it is made for, and two flows on the
-// clean shared bottleneck. The figures are logged; the connection-level sims assert.
-func TestSimLossTolerant(t *testing.T) {
-	const rate = 100e6
-	lt := func(seed uint64) Factory {
-		return func() Controller { return NewLossTolerant(WithRandSource(rand.NewPCG(seed, seed))) }
-	}
-	secs, from := 30, 10
-	if testing.Short() {
-		secs, from = 12, 6
-	}
-	for _, loss := range []float64{0.001, 0.01} {
-		r := runSim(t, simScenario{rate: rate, rtt: 100 * time.Millisecond, loss: loss,
-			flows: []Factory{lt(1)}, duration: time.Duration(secs) * time.Second})
-		name := fmt.Sprintf("udt-lt, 100 ms RTT, %g %% loss", 100*loss)
-		logSeries(t, name, r[0], rate)
-		u := utilisation(r[0], rate, from, secs)
-		t.Logf("%s: share in seconds %d–%d %.3f", name, from, secs, u)
-		if u < 0.5 {
-			t.Errorf("%s: share %.3f", name, u)
-		}
-	}
-	r := runSim(t, simScenario{rate: rate, rtt: 20 * time.Millisecond, flows: []Factory{lt(1), lt(2)},
-		starts: []time.Duration{0, 2 * time.Second}, duration: time.Duration(secs) * time.Second})
-	a, b := utilisation(r[0], rate, secs-from, secs), utilisation(r[1], rate, secs-from, secs)
-	t.Logf("udt-lt × 2, 20 ms: seconds %d–%d shares %.3f %.3f, Jain's index %.4f", secs-from, secs, a, b, jain(a, b))
-	if jain(a, b) < 0.9 {
-		t.Errorf("Jain's index %.4f", jain(a, b))
-	}
-}

@@ -97,7 +97,7 @@ const simDefaultSpec = "bbr"
 
 // simBaseline are the controllers known to miss issue 10's targets: their figures are reported
 // as a baseline, not asserted (UDT_SIM_ASSERT=1 asserts them too).
-var simBaseline = map[string]bool{"udt": true, "native": true, "udt-lt": true}
+var simBaseline = map[string]bool{"udt": true, "native": true}
 
 // simController is a controller under test.
 type simController struct {

@@ -8,7 +8,7 @@ import (
 )
 
 // Factory makes a new Controller for each connection; a Controller is never shared between
-// connections. conn's Config selects one per connection; a nil Factory means NativeFactory().
+// connections. conn's Config selects one per connection; a nil Factory means BBRFactory().
 type Factory func() Controller
 
 // MaxRate is the largest rate ParseRate accepts, 10^15 bit/s (1 Pbit/s).
@@ -19,7 +19,6 @@ const MaxRate = 1e15
 //
 //	bbr            the default, model-based controller, BBRFactory()
 //	udt, native    UDT 4.11's native controller, NativeFactory()
-//	udt-lt         the loss-tolerant native controller, LossTolerantFactory()
 //	fixed:RATE     a fixed-rate controller, FixedFactory(ParseRate(RATE)), e.g. fixed:500mbit
 //
 // Names are case-insensitive. The controllers' String methods print names ParseSpec accepts.
@@ -38,10 +37,7 @@ func ParseSpec(s string) (Factory, error) {
 		}
 		return NativeFactory(), nil
 	case "udt-lt":
-		if hasArg {
-			return nil, fmt.Errorf("congestion: controller %q takes no argument", s)
-		}
-		return LossTolerantFactory(), nil
+		return nil, fmt.Errorf("congestion: controller %q was removed: BBR beat it on every path measured; bbr is the default (use bbr, or udt for the native algorithm)", s)
 	case "fixed":
 		if !hasArg {
 			return nil, fmt.Errorf("congestion: controller %q needs a rate, e.g. fixed:500mbit", s)
@@ -52,7 +48,7 @@ func ParseSpec(s string) (Factory, error) {
 		}
 		return FixedFactory(r), nil
 	}
-	return nil, fmt.Errorf("congestion: unknown controller %q (want bbr, udt, udt-lt or fixed:RATE)", s)
+	return nil, fmt.Errorf("congestion: unknown controller %q (want bbr, udt or fixed:RATE)", s)
 }
 
 // rateUnits maps a lower-case unit suffix to its multiplier in bit/s.

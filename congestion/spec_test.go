@@ -68,8 +68,8 @@ func TestParseSpec(t *testing.T) {
 		{"udt", "udt"},
 		{"UDT", "udt"},
 		{"native", "udt"},
-		{"udt-lt", "udt-lt"},
-		{"UDT-LT", "udt-lt"},
+		{"bbr", "bbr"},
+		{"BBR", "bbr"},
 		{"fixed:500mbit", "fixed:500Mbit/s"},
 		{"Fixed:2.5Gbit", "fixed:2.5Gbit/s"},
 		{"fixed:100m", "fixed:100Mbit/s"},
@@ -94,6 +94,27 @@ func TestParseSpec(t *testing.T) {
 	for _, in := range []string{"", "cubic", "fixed", "fixed:", "fixed:fast", "udt:1g", "fixed:5MB", "udt-lt:1", "udtlt"} {
 		if _, err := ParseSpec(in); err == nil {
 			t.Errorf("ParseSpec(%q) succeeded, want an error", in)
+		}
+	}
+}
+
+// udt-lt, the native algorithm behind a loss filter, was removed because BBR beat it on every path
+// measured: asking for it fails with an error that says so and names the default.
+func TestParseSpecUDTLTRemoved(t *testing.T) {
+	for _, in := range []string{"udt-lt", "UDT-LT", " udt-lt ", "udt-lt:1"} {
+		f, err := ParseSpec(in)
+		if err == nil {
+			t.Errorf("ParseSpec(%q) succeeded, want an error", in)
+			continue
+		}
+		if f != nil {
+			t.Errorf("ParseSpec(%q) returned a factory with its error", in)
+		}
+		msg := err.Error()
+		for _, want := range []string{"udt-lt", "removed", "bbr is the default"} {
+			if !strings.Contains(strings.ToLower(msg), want) {
+				t.Errorf("ParseSpec(%q) error %q does not say %q", in, msg, want)
+			}
 		}
 	}
 }

@@ -127,7 +127,7 @@ func BenchmarkReorderRelay(b *testing.B) {
 	for _, cc := range []struct {
 		name string
 		f    congestion.Factory
-	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}, {"udt-lt", congestion.LossTolerantFactory()}} {
+	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}} {
 		b.Run(cc.name, func(b *testing.B) {
 			for range b.N {
 				cfg := &Config{MaxBandwidth: 100e6 / 8, Congestion: cc.f}
@@ -199,7 +199,7 @@ func BenchmarkSmallRecvBuffer(b *testing.B) {
 	for _, cc := range []struct {
 		name string
 		f    congestion.Factory
-	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}, {"udt-lt", congestion.LossTolerantFactory()}, {"fixed-20gbit", congestion.FixedFactory(20e9)}} {
+	}{{"bbr", nil}, {"udt", congestion.NativeFactory()}, {"fixed-20gbit", congestion.FixedFactory(20e9)}} {
 		b.Run(cc.name, func(b *testing.B) {
 			for range b.N {
 				cfg := &Config{RecvBuffer: 64 << 10, Congestion: cc.f}

@@ -62,12 +62,12 @@ func simTransfer(t *testing.T, p *simnet.Pair, cfg *Config, size int64) (mbps, l
 }
 
 // Reordering at 1, 10 and 25 % by 1, 5 and 10 ms over the whole stack (simnet, virtual time):
-// with the default controller and the loss-tolerant one, retransmissions stay under 2 % of the
-// packets sent (each one a packet arriving twice); with the loss-tolerant one 25 % reordering by
-// 5 ms keeps ≥ 80 % of the clean path's goodput once past the start (the second half of a 32 MiB
-// transfer). The default's goodput is logged: when the first reordering (before the receiver has
-// seen any, a spurious loss, as RACK's before reordering_seen, RFC 8985 §6.2) hits two of BBR's
-// first dozen packets, BBR caps its flight there (internal/stream's TestReorderGoodputAgainstClean).
+// with the default controller (BBR), retransmissions stay under 2 % of the packets sent (each one
+// a packet arriving twice), and 25 % reordering by 5 ms keeps ≥ 80 % of the clean path's goodput
+// once past the start (the second half of a 32 MiB transfer; measured: 96.1 against 96.1 Mbit/s).
+// The first reordering (before the receiver has seen any) is a spurious loss, as RACK's before
+// reordering_seen (RFC 8985 §6.2), which BBR undoes once it proves spurious (internal/stream's
+// TestReorderGoodputAgainstClean).
 func TestReorderSimnet(t *testing.T) {
 	size := int64(32 << 20)
 	if testing.Short() {
@@ -77,7 +77,7 @@ func TestReorderSimnet(t *testing.T) {
 		name   string
 		f      congestion.Factory
 		assert bool
-	}{{"default", nil, false}, {"udt-lt", congestion.LossTolerantFactory(), true}} {
+	}{{"default", nil, true}} {
 		var clean, cleanLate float64
 		for _, tc := range []struct {
 			reo   float64
@@ -154,7 +154,7 @@ func TestDeadPathSimnet(t *testing.T) {
 
 // A receive buffer of 64 KiB (45 packets) at 2 ms RTT on a 1 Gbit/s link, with a controller that
 // does not limit: the window's credit returns every 5 packets, so the transfer runs at ≥ 80 % of
-// window/RTT; the default (BBR), native and loss-tolerant controllers' figures are logged.
+// window/RTT; the default (BBR) and native controllers' figures are logged.
 func TestSmallRecvBufferSimnet(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -164,7 +164,6 @@ func TestSmallRecvBufferSimnet(t *testing.T) {
 		{"fixed:10gbit", congestion.FixedFactory(10e9), true},
 		{"bbr", nil, false},
 		{"udt", congestion.NativeFactory(), false},
-		{"udt-lt", congestion.LossTolerantFactory(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -66,7 +66,7 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 			} else {
 				runners[p] = tcpRunner{"bbr"}
 			}
-		case protoUDT, protoUDTNative, protoUDTLT, protoQUIC:
+		case protoUDT, protoUDTNative, protoQUIC:
 			if bin == "" && binErr == nil {
 				if bin = o.matrix.udtperf; bin == "" {
 					fmt.Fprintln(o.stderr, "testbed: building examples/udtperf…")

@@ -37,7 +37,7 @@ func TestScenarios(t *testing.T) {
 }
 
 func TestSelectProtocols(t *testing.T) {
-	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-native,udt-lt,tcp-cubic,tcp-bbr,quic" {
+	if p, _ := selectProtocols("", false); strings.Join(p, ",") != "udt,udt-native,tcp-cubic,tcp-bbr,quic" {
 		t.Errorf("default = %v", p)
 	}
 	if p, _ := selectProtocols("", true); strings.Join(p, ",") != "udt,tcp-bbr,tcp-cubic" {
@@ -48,6 +48,13 @@ func TestSelectProtocols(t *testing.T) {
 	}
 	if _, err := selectProtocols("sctp", false); err == nil {
 		t.Error("unknown protocol accepted")
+	}
+	// udt-lt was removed: asking for it says so and points at the default.
+	for _, list := range []string{"udt-lt", "udt,UDT-LT"} {
+		_, err := selectProtocols(list, false)
+		if err == nil || !strings.Contains(err.Error(), "udt-lt") || !strings.Contains(err.Error(), "removed") || !strings.Contains(err.Error(), "default") {
+			t.Errorf("selectProtocols(%q): %v, want an error saying udt-lt was removed", list, err)
+		}
 	}
 }
 

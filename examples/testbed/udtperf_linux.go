@@ -49,7 +49,7 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 // udtperfRunner runs one udtperf transfer A→B with -proto proto.
 type udtperfRunner struct {
 	bin      string
-	proto    string // udt, udt-native, udt-lt (udt with udtCC's -cc) or quic
+	proto    string // udt, udt-native (udt with udtCC's -cc) or quic
 	pacer    string // udt: -pacer of the client (the sender); "" = udtperf's default
 	traceDir string // if set, udt transfers keep their trace there
 }

@@ -27,8 +27,8 @@ func TestParseUdtperfJSON(t *testing.T) {
 }
 
 func TestTraceFileNames(t *testing.T) {
-	got := traceFile("/d", "udt-lt", Config{Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 0.1})
-	if got != "/d/udt-lt-100mbit-100ms-0.1pct.jsonl" {
+	got := traceFile("/d", "udt-native", Config{Rate: 100e6, RTT: 100 * time.Millisecond, Loss: 0.1})
+	if got != "/d/udt-native-100mbit-100ms-0.1pct.jsonl" {
 		t.Errorf("trace file %q", got)
 	}
 }

@@ -40,7 +40,7 @@ type transportFlags struct {
 
 func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.pacer, "pacer", t.pacer, pacerHelp)
-	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD), udt-lt (loss-tolerant DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
+	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
 	fs.StringVar(&t.tcpCC, "tcp-cc", "", "tcp sender's kernel congestion control, e.g. cubic or bbr (default: the host's, net.ipv4.tcp_congestion_control; Linux)")
 	fs.Var(&t.tolerance, "pacing-tolerance", "udt pacing tolerance of the sender: default (pacer.DefaultTolerance), 0 or exact (none), or a duration like 100us")

@@ -14,7 +14,7 @@ import (
 type Row struct {
 	Protocol          string     `json:"protocol"`              // udt, tcp or quic
 	Backend           string     `json:"backend"`               // udt pacer backend of the sender; "" for tcp and quic
-	CC                *string    `json:"cc"`                    // congestion control: udt's -cc (udt, udt-lt, fixed:RATE), tcp's kernel algorithm (cubic, bbr…); nil for quic
+	CC                *string    `json:"cc"`                    // congestion control: udt's -cc (bbr, udt, fixed:RATE), tcp's kernel algorithm (cubic, bbr…); nil for quic
 	Strict            *bool      `json:"strict"`                // udt strict pacing; nil for tcp and quic
 	Direction         string     `json:"direction"`             // client->server or server->client
 	File              *string    `json:"file"`                  // file mode: the base name; nil otherwise

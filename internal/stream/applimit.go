@@ -25,9 +25,9 @@ import (
 // Until a word has been accepted once, the controller is told 0 ("no value", congestion.ACK)
 // instead of UDT4's pre-load (16 packets/s receive rate, 1 packet/s capacity, CUDT::open), which
 // the smoothing then starts from as in UDT4. (Replacing the pre-load by the first value, as the
-// first RTT sample replaces the initial RTT, made the loss-tolerant controller leave slow start
-// at the rate of its overshoot: 3.5 % instead of 3.1 % queue drops when a second flow joins, in
-// congestion's TestConnTwoFlows.)
+// first RTT sample replaces the initial RTT, made the since-removed loss-tolerant controller
+// leave slow start at the rate of its overshoot: 3.5 % instead of 3.1 % queue drops when a second
+// flow joins, in congestion's TestConnTwoFlows.)
 
 // notePause records that Release stopped for want of data: nothing written beyond what was sent
 // and no retransmission pending.
