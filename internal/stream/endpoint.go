@@ -201,7 +201,7 @@ func (e *Endpoint) applyCC() {
 // net.Error whose Timeout() is true.
 type PeerIdleError struct {
 	Idle    time.Duration // how long the peer was silent
-	Refused bool          // a port-unreachable report shortened the wait (unreachable.go)
+	Refused bool          // a port-unreachable report came since the peer was last heard from (unreachable.go)
 }
 
 func (e *PeerIdleError) Error() string {

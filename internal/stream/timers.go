@@ -38,7 +38,11 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	}
 	e.traceAt(now)
 	if idle := t - e.lastRecv; idle >= e.cfg.IdleTimeout {
-		e.err = &PeerIdleError{Idle: idle}
+		// A port-unreachable report since the peer was last heard from is part of the
+		// evidence even when the idle timeout expires first (a report late in the silence, or a
+		// backed-off RTO that stretches unreachableGrace to IdleTimeout).
+		_, refused := e.unreachableDue()
+		e.err = &PeerIdleError{Idle: idle, Refused: refused}
 		e.settle(t)
 		return
 	}
