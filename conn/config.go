@@ -24,7 +24,10 @@ const (
 	DefaultLinger            = 60 * time.Second // how long a closed connection still delivers unacknowledged data (the reference: 180 s)
 	DefaultBacklog           = 1024             // connections waiting in Accept (the reference's appserver: 10)
 
-	minMSS            = 76      // 28 bytes IP+UDP + 48-byte handshake (spec §1.1)
+	minMSS = 76 // a peer's smallest MSS: UDT 4.11's bound, 28 bytes IP+UDP + the 48-byte handshake body (spec §1.1)
+	// minConfigMSS is the smallest Config.MSS: a handshake datagram is 28 + 16 (UDT header) + 48
+	// bytes, which UDT 4.11's bound (minMSS) leaves out; below it a connection can never form.
+	minConfigMSS      = 92
 	maxMSS            = 65535   // largest UDP datagram plus headers
 	minFlowWindow     = 2       // spec §10: the flow window field is at least 2
 	maxFlowWindow     = 1 << 20 // cap on any flow window we accept or configure (packets)
@@ -38,7 +41,8 @@ const (
 type Config struct {
 	// MSS is the maximum segment size in bytes, IP and UDP headers included (UDT_MSS): the
 	// largest data packet is MSS−28 bytes and carries MSS−44 bytes of data. Connections use the
-	// smaller of both sides' MSS. Default 1500; valid 76–65535.
+	// smaller of both sides' MSS. Default 1500; valid 92–65535 (a handshake datagram is 92 bytes;
+	// UDT 4.11 checks 76, forgetting its header; a peer advertising 76–91 is still accepted).
 	//
 	// It caps path MTU discovery (on by default on Linux, see pmtu.go): a connection starts with
 	// 1200-byte packets and probes up to the smaller of MSS−28 and the kernel's path MTU to the
@@ -175,8 +179,8 @@ func (c *Config) resolved() (Config, error) {
 	if r.MSS == 0 {
 		r.MSS = DefaultMSS
 	}
-	if r.MSS < minMSS || r.MSS > maxMSS {
-		return r, fmt.Errorf("Config.MSS %d out of range [%d, %d]", r.MSS, minMSS, maxMSS)
+	if r.MSS < minConfigMSS || r.MSS > maxMSS {
+		return r, fmt.Errorf("Config.MSS %d out of range [%d, %d]", r.MSS, minConfigMSS, maxMSS)
 	}
 	if r.FlowWindow == 0 {
 		r.FlowWindow = DefaultFlowWindow

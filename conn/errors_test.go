@@ -29,7 +29,7 @@ func TestErrorText(t *testing.T) {
 		t.Errorf("not a listen *net.OpError: %#v", err)
 	}
 	_, err = Listen("udp", "127.0.0.1:0", &Config{MSS: 10})
-	if err == nil || err.Error() != "listen udt: Config.MSS 10 out of range [76, 65535]" {
+	if err == nil || err.Error() != "listen udt: Config.MSS 10 out of range [92, 65535]" {
 		t.Errorf("bad config: %q", err)
 	}
 	for _, e := range []error{ErrRejected, ErrHandshakeTimeout, ErrBadHandshake, ErrPeerIdle, ErrPeerShutdown, &peerIdleError{}} {

@@ -383,7 +383,7 @@ func (c *Conn) traceInfo(ctl congestion.Controller, p connParams, now time.Time)
 	info := trace.ConnInfo{Start: now, Local: c.mux.local, Remote: c.raddr, LocalID: p.id, PeerID: p.peerID,
 		MSS: p.mss, Server: p.server}
 	if c.cfg.Tracer != nil {
-		info.Congestion = fmt.Sprintf("%T", ctl)
+		info.Congestion = ccName(ctl)
 	}
 	return info
 }
@@ -461,6 +461,15 @@ func (c *Conn) observeEstablished(ctl congestion.Controller, m *mux) {
 	}
 	if c.obs.debug {
 		c.obs.recordNow(slog.LevelDebug, "connection established", slog.Uint64("peer_socket", uint64(c.peerID)),
-			slog.Int("mss", c.mss), slog.String("congestion", fmt.Sprintf("%T", ctl)), slog.String("pacer", m.pacerName))
+			slog.Int("mss", c.mss), slog.String("congestion", ccName(ctl)), slog.String("pacer", m.pacerName))
 	}
+}
+
+// ccName names a controller as congestion.ParseSpec spells it (its String method), or by its Go
+// type when it has none (a caller's own controller).
+func ccName(ctl congestion.Controller) string {
+	if s, ok := ctl.(fmt.Stringer); ok {
+		return s.String()
+	}
+	return fmt.Sprintf("%T", ctl)
 }

@@ -328,7 +328,7 @@ func TestTracer(t *testing.T) {
 			t.Fatalf("tracers: %v", logs)
 		}
 		if cl.info.LocalID != c.id || cl.info.PeerID != c.peerID || cl.info.MSS != c.mss || cl.info.Remote.String() != p.B.LocalAddr().String() ||
-			cl.info.Congestion != "*congestion.BBR" {
+			cl.info.Congestion != "bbr" {
 			t.Errorf("client info %+v", cl.info)
 		}
 		sent, _ := cl.count(trace.PacketSent)

@@ -15,7 +15,7 @@ import (
 
 // The JSON lines format: the first line describes the connection,
 //
-//	{"ev":"conn","start":"2026-12-01T10:00:00.123456789Z","local":"198.18.1.2:41000","remote":"198.18.2.2:9000","id":123,"peer_id":456,"mss":1500,"server":false,"cc":"*congestion.Native"}
+//	{"ev":"conn","start":"2026-12-01T10:00:00.123456789Z","local":"198.18.1.2:41000","remote":"198.18.2.2:9000","id":123,"peer_id":456,"mss":1500,"server":false,"cc":"bbr"}
 //
 // and each further line is one event: "t" (seconds since start), "ev" (Kind.String) and the
 // fields the Kind sets, under these names (omitted when zero): seq, last, pkts, ranges, bytes,

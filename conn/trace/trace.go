@@ -149,5 +149,5 @@ type ConnInfo struct {
 	PeerID        uint32    // the peer's
 	MSS           int       // negotiated maximum segment size, bytes (IP and UDP headers included; payload MSS−44)
 	Server        bool      // accepted by a Listener (else dialed)
-	Congestion    string    // the controller's type, e.g. "*congestion.Native"
+	Congestion    string    // the controller as congestion.ParseSpec names it ("bbr", "udt", "fixed:…"), or its Go type
 }

@@ -60,8 +60,8 @@ func (t *transportFlags) validate(pacers []string) error {
 		return fmt.Errorf("bad -cc: %v", err)
 	}
 	t.ccFactory = f
-	if t.mss < 76 || t.mss > 65535 {
-		return fmt.Errorf("-mss %d out of range [76, 65535]", t.mss)
+	if t.mss < 92 || t.mss > 65535 { // conn.Config.MSS: a handshake datagram is 92 bytes
+		return fmt.Errorf("-mss %d out of range [92, 65535]", t.mss)
 	}
 	if t.tcpCC != "" {
 		if err := checkTCPCongestion(t.tcpCC); err != nil {

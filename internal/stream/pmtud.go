@@ -147,14 +147,18 @@ func (e *Endpoint) nextProbe(t time.Duration) int {
 		}
 		p.done, p.hi, p.triedMax = false, p.max, false // PMTU_RAISE_TIMER: look for more again
 	}
+	// A probe is the next packet lengthened with bytes of the one after it (SendBuffer.Grow), so
+	// it can be at most two full packets less a byte: a target beyond that (a jumbo or loopback
+	// path with a large Config.MSS) is reached by doubling, one confirmed probe at a time.
+	reach := 2*p.size - headerSize - 1
 	if !p.triedMax && p.size < p.hi {
-		return p.hi // the optimistic probe: max at first, or the size a hint named
+		return min(p.hi, reach) // the optimistic probe: max at first, or the size a hint named
 	}
 	if p.hi-p.size < searchStep {
 		p.done, p.restartAt = true, t+raiseTimer
 		return 0
 	}
-	return (p.size + p.hi + 1) / 2
+	return min((p.size+p.hi+1)/2, reach)
 }
 
 // startProbe tries to make the next new packet a probe; call it before taking the packet.

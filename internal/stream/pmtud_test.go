@@ -111,3 +111,29 @@ func (e *Endpoint) pmtuInvariants() error {
 	}
 	return nil
 }
+
+// A jumbo path (MSS 9000, packets of up to 8972 bytes): a probe can only lengthen a packet with
+// the next one's bytes, so discovery doubles its way up from the base and still settles within
+// searchStep of the limit, within 5 s. (Before the probe was capped at what Grow can build, the
+// optimistic 8972-byte probe could never be made and the size stayed at the base.)
+func TestPMTUDiscoveryJumbo(t *testing.T) {
+	for _, limit := range []int{8972, 4000} {
+		l := newLink(13, linkRules{delay: 10 * time.Millisecond, rate: 125_000_000, queue: 4000, mtu: limit},
+			linkRules{delay: 10 * time.Millisecond})
+		newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 9000, pmtu: PathMTUConfig{Discover: true, Base: 1200, Max: 8972},
+			ccA: congestion.NewFixed(800e6)})
+		var settled time.Time
+		start := l.now
+		l.inject = func(i int, now time.Time) {
+			if i == 0 && settled.IsZero() && l.ep[0].pmtu.done {
+				settled = now
+			}
+		}
+		transfer(t, l, 64<<20, false, 2*time.Minute)
+		checkSize(t, l, limit)
+		if settled.IsZero() || settled.Sub(start) > 5*time.Second {
+			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled.Sub(start))
+		}
+		t.Logf("limit %d: settled after %v", limit, settled.Sub(start))
+	}
+}
