@@ -311,7 +311,11 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 			}
 		})
 		if len(set) > 0 {
-			return nil, usageError{fmt.Errorf("-file sends the whole file: %s do not apply", strings.Join(set, " and "))}
+			verb := "does"
+			if len(set) > 1 {
+				verb = "do"
+			}
+			return nil, usageError{fmt.Errorf("-file sends the whole file: %s %s not apply", strings.Join(set, " and "), verb)}
 		}
 	}
 	if o.reverse {
