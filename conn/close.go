@@ -18,6 +18,18 @@ var ErrUnacknowledged = errors.New("udt: connection closed with data unacknowled
 // errLingerPassed is the cause of ErrUnacknowledged when Config.Linger passed first.
 var errLingerPassed = errors.New("Config.Linger passed first")
 
+// lingerError is errLingerPassed with the linger it was.
+type lingerError struct{ linger time.Duration }
+
+func (e lingerError) Error() string {
+	if e.linger < 0 {
+		return fmt.Sprintf("Config.Linger is negative (%v): Shutdown went at once, without waiting for acknowledgements", e.linger)
+	}
+	return fmt.Sprintf("Config.Linger (%v) passed first", e.linger)
+}
+
+func (e lingerError) Is(target error) bool { return target == errLingerPassed }
+
 // Close closes the connection and returns at once, as a TCP close does. Blocked Read and Write
 // calls return net.ErrClosed. The socket's goroutines go on delivering what was written,
 // retransmitting as needed, until the peer has acknowledged all of it or Config.Linger has
@@ -88,7 +100,7 @@ func closeOutcome(unacked int, why stream.CloseReason, err error, linger time.Du
 	case stream.CloseBroken:
 		cause = connError(err)
 	default:
-		cause = fmt.Errorf("%w (%v)", errLingerPassed, linger)
+		cause = lingerError{linger}
 	}
 	return fmt.Errorf("%w: %d bytes: %w", ErrUnacknowledged, unacked, cause)
 }

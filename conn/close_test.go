@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -122,8 +123,11 @@ func TestCloseNegativeLinger(t *testing.T) {
 		}
 		start := time.Now()
 		err := c.CloseContext(context.Background())
-		if !errors.Is(err, ErrUnacknowledged) {
-			t.Fatalf("CloseContext: %v, want ErrUnacknowledged", err)
+		if !errors.Is(err, ErrUnacknowledged) || !errors.Is(err, errLingerPassed) {
+			t.Fatalf("CloseContext: %v, want ErrUnacknowledged (linger)", err)
+		}
+		if want := "Config.Linger is negative (-1ns): Shutdown went at once"; !strings.Contains(err.Error(), want) {
+			t.Errorf("CloseContext: %q, want it to contain %q", err, want)
 		}
 		if el := time.Since(start); el > 100*time.Millisecond {
 			t.Fatalf("took %v", el)

@@ -10,9 +10,13 @@ import (
 	"github.com/udtgo/udt/internal/stream"
 )
 
-// Errors a Dial can end with, inside a *net.OpError (match with errors.Is). Like package
-// net's, their text has no package prefix: the OpError around them names the network ("dial
-// udt 192.0.2.1:9000: connection rejected by peer").
+// Errors a Dial can end with, inside a *net.OpError (match with errors.Is, not with the text).
+// Like package net's, these sentinels' text has no package prefix: the OpError around them
+// names the network ("dial udt 192.0.2.1:9000: connection rejected by peer"). Other errors of
+// the package do start with "udt: ": ErrMessageTooLarge, ErrStreamMode, ErrModeMismatch,
+// *ShortBufferError, ErrUnacknowledged, and two a Dial can end with: "udt: connection refused:
+// ..." (matches syscall.ECONNREFUSED) and "udt: connection rejected by peer: it is in message
+// mode, ..." (matches ErrRejected and ErrModeMismatch).
 var (
 	// ErrRejected: the listener refused the connection (handshake request type 1002, spec §3.2):
 	// its accept backlog is full, or the version or socket type differs.

@@ -80,7 +80,17 @@ func (c *Conn) MaxMessageSize() int {
 // no longer sent or retransmitted) and tells the receiver, which discards any part it holds;
 // ttl ≤ 0 means no limit. inOrder delivers the message only after every earlier one; without
 // it a complete message may be read before earlier ones still being repaired. An empty b sends
-// nothing (UDT carries no empty message). Errors, inside a *net.OpError: ErrMessageTooLarge
+// nothing (UDT carries no empty message).
+//
+// The TTL runs from WriteMessage (from the moment the send buffer takes the message, if the call
+// had to wait for room), not from the message's first transmission: it includes the time the
+// message waits in the send buffer behind earlier ones. That buffer holds DefaultBufferPackets
+// (32768) packets by default, about 47.7 MB at the default MSS, so with a short TTL and a deep
+// queue messages expire before they leave: udtperf -message 64KiB -ttl 50ms on loopback gives up
+// about half of them on a lossless path. Size Config.SendBuffer to what the link sends within the
+// TTL, or give a TTL that covers the queue.
+//
+// Errors, inside a *net.OpError: ErrMessageTooLarge
 // (larger than MaxMessageSize), ErrStreamMode, os.ErrDeadlineExceeded (write deadline),
 // ErrPeerShutdown, net.ErrClosed, or the connection's failure.
 func (c *Conn) WriteMessage(b []byte, ttl time.Duration, inOrder bool) error {

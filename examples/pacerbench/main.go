@@ -99,15 +99,18 @@ func run(args []string, stdout, stderr io.Writer) error {
 		var r rateConfig
 		fs.IntVar(&c.n, "n", 0, "stop after N packets per run (0: run for -duration)")
 		rates := "10mbit,100mbit,1gbit"
-		ratesFlag := func(v string) error { rates = v; return nil }
-		fs.Func("rates", "comma-separated target rates, each > 0: a number with unit bit, kbit, mbit or gbit (per second) (default "+rates+")", ratesFlag)
-		fs.Func("rate", "the same as -rates, for one rate", ratesFlag)
+		ratesName := "-rates" // the flag the user typed, for its error
+		ratesFlag := func(name string) func(string) error {
+			return func(v string) error { rates, ratesName = v, name; return nil }
+		}
+		fs.Func("rates", "comma-separated target rates, each > 0: a number with unit bit, kbit, mbit or gbit (per second) (default "+rates+")", ratesFlag("-rates"))
+		fs.Func("rate", "the same as -rates, for one rate", ratesFlag("-rate"))
 		tols := fs.String("tolerances", "0,default", "comma-separated pacing tolerances: Go durations ≥ 0 (0: exact) or \"default\" (pacer.DefaultTolerance)")
 		fs.DurationVar(&r.duration, "duration", 3e9, "send time per run (> 0)")
 		fs.BoolVar(&r.strict, "strict", false, "strict pacing: no catch-up, each packet waits a full interval after the previous one")
 		exec = func() error {
 			var err error
-			if r.rates, err = parseRates(rates); err != nil {
+			if r.rates, err = parseRates(ratesName, rates); err != nil {
 				return err
 			}
 			if r.tolerances, err = parseTolerances(*tols); err != nil {

@@ -58,8 +58,12 @@ type rateRow struct {
 	CPUPct         float64 `json:"cpu_pct"`          // both
 }
 
-// parseRate parses "500mbit", "1.5gbit", "800kbit", "1000000bit" or a bare number of bit/s.
-func parseRate(s string) (float64, error) {
+// parseRate parses "500mbit", "1.5gbit", "800kbit", "1000000bit" or a bare number of bit/s;
+// its error names the flag -rate.
+func parseRate(s string) (float64, error) { return parseFlagRate("-rate", s) }
+
+// parseFlagRate is parseRate whose error names flag.
+func parseFlagRate(flag, s string) (float64, error) {
 	t := strings.ToLower(strings.TrimSpace(s))
 	mult := 1.0
 	for _, u := range []struct {
@@ -73,15 +77,15 @@ func parseRate(s string) (float64, error) {
 	}
 	v, err := strconv.ParseFloat(t, 64)
 	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v*mult < 1 {
-		return 0, usagef("-rate %q: want a rate > 0 like 500mbit (units: bit, kbit, mbit, gbit per second)", s)
+		return 0, usagef("%s %q: want a rate > 0 like 500mbit (units: bit, kbit, mbit, gbit per second)", flag, s)
 	}
 	return v * mult, nil
 }
 
-func parseRates(list string) ([]float64, error) {
+func parseRates(flag, list string) ([]float64, error) {
 	var out []float64
 	for s := range strings.SplitSeq(list, ",") {
-		r, err := parseRate(s)
+		r, err := parseFlagRate(flag, s)
 		if err != nil {
 			return nil, err
 		}

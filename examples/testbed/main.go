@@ -69,17 +69,19 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tcpTool, "tcp", "auto", "TCP rate tool for the self-measurement: auto (= builtin: window-clamped, SHA-256-checked), builtin, iperf3")
 	fs.DurationVar(&o.serverWait, "server-wait", 500*time.Millisecond, "time between starting the server on B and the client on A")
 	fs.BoolVar(&o.matrix.run, "matrix", false, "run the comparison matrix (rate × rtt × loss × protocol)")
-	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, udt and TCP CUBIC")
+	fs.BoolVar(&o.matrix.quick, "quick", false, "with -matrix: only 100 Mbit/s · 100 ms · 0 and 1 % loss, and (without -protocols) only udt, tcp-bbr and tcp-cubic")
 	fs.BoolVar(&o.matrix.json, "json", false, "with -matrix: print {\"results\": [...]} as JSON after the table")
 	fs.StringVar(&o.matrix.plot, "plot", "", "with -matrix: write a plot of goodput per scenario to this file (PNG, SVG or PDF by its extension; default none)")
 	fs.DurationVar(&o.matrix.duration, "time", 20*time.Second, "with -matrix: duration of each transfer")
 	fs.IntVar(&o.matrix.runs, "runs", 3, "with -matrix: runs per cell, interleaved across the protocols; the row is the median run")
-	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,cubic,bbr,quic")
+	fs.StringVar(&o.matrix.protocols, "protocols", "", "with -matrix: comma-separated subset of udt,udt-native,tcp-cubic,tcp-bbr,quic (cubic and tcp mean tcp-cubic, bbr tcp-bbr; default all)")
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")
 	fs.StringVar(&o.matrix.traceDir, "trace-dir", "", "with -matrix: keep the trace of every udt transfer in this directory (PROTO-RTT-LOSS.jsonl; draw one with udtperf plot)")
 	fs.StringVar(&o.matrix.pacer, "pacer", "", "with -matrix: udt pacer backend of the sender (udtperf -pacer; default: udtperf's); rows carry it and the sender's CPU s/GB")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args...]\n\n")
+		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args... | -- cmd args...]\n\n"+
+			"With two commands the server command runs on B, then the client command on A; with one\n"+
+			"command it runs on A alone (no server). {A} and {B} in the arguments become the hosts' addresses.\n\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -33,8 +33,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"server", "-listen", ":70000"}, "bad -listen port"},
 		{[]string{"server", "-listen", ":65535"}, "bad -listen port"},
 		{[]string{"server", "-keep-partial", "-1h"}, "-keep-partial"},
-		{[]string{"client", "-connect", "h:1", "-file", "x", "-bytes", "1MiB"}, "-file sends the whole file: -bytes do not apply"},
-		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s"}, "-time do not apply"},
+		{[]string{"client", "-connect", "h:1", "-file", "x", "-bytes", "1MiB"}, "-file sends the whole file: -bytes does not apply"},
+		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s"}, "-time does not apply"},
+		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s", "-bytes", "1MiB"}, "-bytes and -time do not apply"},
 		{[]string{"client", "-connect", "h:1", "-resume"}, "-resume needs -file"},
 		{[]string{"client", "-connect", "h:1", "-reverse", "-tcp-cc", "reno"}, "-tcp-cc set the sender"},
 	} {

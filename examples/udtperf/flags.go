@@ -43,7 +43,8 @@ func (t *transportFlags) register(fs *cmdFlags, pacerHelp string) {
 	fs.StringVar(&t.cc, "cc", "bbr", "udt congestion control: bbr (the default, model-based), udt (UDT 4.11's native DAIMD) or fixed:RATE (e.g. fixed:500mbit)")
 	fs.BoolVar(&t.strict, "strict", false, "udt strict pacing: no catch-up after a late wake (shows a coarse timer's ceiling)")
 	fs.StringVar(&t.tcpCC, "tcp-cc", "", "tcp sender's kernel congestion control, e.g. cubic or bbr (default: the host's, net.ipv4.tcp_congestion_control; Linux)")
-	fs.Var(&t.tolerance, "pacing-tolerance", "udt pacing tolerance of the sender: default (pacer.DefaultTolerance), 0 or exact (none), or a duration like 100us")
+	fs.Var(&t.tolerance, "pacing-tolerance", "udt pacing tolerance of the sender: default (pacer.DefaultTolerance, 200µs), 0 or exact (exact pacing), or a duration like 100us. "+
+		"Here 0 means exact, unlike conn.Config.PacingTolerance, where 0 means the default and a negative value exact pacing (pacer.Exact)")
 	fs.IntVar(&t.mss, "mss", 1500, "udt maximum segment size in bytes, IP and UDP headers included")
 	fs.DurationVar(&t.handshake, "handshake-timeout", 3*time.Second, "give up connecting after this long")
 	fs.DurationVar(&t.idle, "idle-timeout", 10*time.Second, "declare the peer dead after this long without a packet")
@@ -311,7 +312,11 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 			}
 		})
 		if len(set) > 0 {
-			return nil, usageError{fmt.Errorf("-file sends the whole file: %s do not apply", strings.Join(set, " and "))}
+			verb := "does"
+			if len(set) > 1 {
+				verb = "do"
+			}
+			return nil, usageError{fmt.Errorf("-file sends the whole file: %s %s not apply", strings.Join(set, " and "), verb)}
 		}
 	}
 	if o.reverse {

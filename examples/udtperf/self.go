@@ -57,8 +57,12 @@ func runSelf(o *selfOptions, stdout, stderr io.Writer) error {
 	if o.limit.bytes > 0 {
 		what = fmt.Sprintf("%d bytes", int64(o.limit.bytes))
 	}
-	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d transfers of %s (cc %s, strict %v, pacing tolerance %v); receivers run in child processes\n",
-		len(specs), what, o.tr.cc, o.tr.strict, &o.tr.tolerance)
+	transfers := "transfers"
+	if len(specs) == 1 {
+		transfers = "transfer"
+	}
+	fmt.Fprintf(stderr, "udtperf: self mode on loopback: %d %s of %s (cc %s, strict %v, pacing tolerance %v); receivers run in child processes\n",
+		len(specs), transfers, what, o.tr.cc, o.tr.strict, &o.tr.tolerance)
 	ctx, stop := interruptContext(stderr, "aborting the row in progress")
 	defer stop()
 	var rows []Row
