@@ -23,6 +23,17 @@ func checkSize(t *testing.T, l *link, limit int) {
 		st.PacketSize, limit, st.PMTUProbes, st.PMTUProbeLosses, st.PathMTUChanges, st.PMTUBlackHoles, l.mtuDrops[0], l.frags[0])
 }
 
+// watchSettled returns when endpoint 0's search first completed (zero until it has).
+func watchSettled(l *link) func() time.Time {
+	var settled time.Time
+	l.inject = func(i int, now time.Time) {
+		if i == 0 && settled.IsZero() && l.ep[0].pmtu.done {
+			settled = now
+		}
+	}
+	return func() time.Time { return settled }
+}
+
 // Discovery on a path of 1400-byte IP packets without ICMP (a black hole above 1372 bytes of
 // UDP payload): the search settles within 20 bytes below the limit within 5 s, every byte
 // arrives, and the only datagrams above the limit are probes and their fragmentable resends.
@@ -31,22 +42,16 @@ func TestPMTUDiscoveryBlackHole(t *testing.T) {
 		l := newLink(11, linkRules{delay: 10 * time.Millisecond, rate: 12_500_000, queue: 400, mtu: limit},
 			linkRules{delay: 10 * time.Millisecond})
 		newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, pmtu: pmtuOn, ccA: congestion.NewFixed(80e6)})
-		var settled time.Time
-		start := l.now
-		l.inject = func(i int, now time.Time) {
-			if i == 0 && settled.IsZero() && l.ep[0].pmtu.done {
-				settled = now
-			}
-		}
+		start, settled := l.now, watchSettled(l)
 		transfer(t, l, 20<<20, false, 2*time.Minute)
 		checkSize(t, l, limit)
-		if settled.IsZero() || settled.Sub(start) > 5*time.Second {
-			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled.Sub(start))
+		if settled().IsZero() || settled().Sub(start) > 5*time.Second {
+			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled().Sub(start))
 		}
 		if st := l.ep[0].Stats(); int(st.PMTUProbeLosses) != l.mtuDrops[0] {
 			t.Fatalf("limit %d: %d datagrams dropped for size, but %d probes lost", limit, l.mtuDrops[0], st.PMTUProbeLosses)
 		}
-		t.Logf("limit %d: settled after %v", limit, settled.Sub(start))
+		t.Logf("limit %d: settled after %v", limit, settled().Sub(start))
 	}
 }
 
@@ -122,18 +127,12 @@ func TestPMTUDiscoveryJumbo(t *testing.T) {
 			linkRules{delay: 10 * time.Millisecond})
 		newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 9000, pmtu: PathMTUConfig{Discover: true, Base: 1200, Max: 8972},
 			ccA: congestion.NewFixed(800e6)})
-		var settled time.Time
-		start := l.now
-		l.inject = func(i int, now time.Time) {
-			if i == 0 && settled.IsZero() && l.ep[0].pmtu.done {
-				settled = now
-			}
-		}
+		start, settled := l.now, watchSettled(l)
 		transfer(t, l, 64<<20, false, 2*time.Minute)
 		checkSize(t, l, limit)
-		if settled.IsZero() || settled.Sub(start) > 5*time.Second {
-			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled.Sub(start))
+		if settled().IsZero() || settled().Sub(start) > 5*time.Second {
+			t.Fatalf("limit %d: search complete after %v, want ≤ 5 s", limit, settled().Sub(start))
 		}
-		t.Logf("limit %d: settled after %v", limit, settled.Sub(start))
+		t.Logf("limit %d: settled after %v", limit, settled().Sub(start))
 	}
 }
