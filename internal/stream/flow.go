@@ -61,4 +61,5 @@ func (e *Endpoint) sendWindowACK(t time.Duration) {
 	e.advertised = free
 	e.stats.ACKSent++
 	e.stats.WindowUpdates++
+	e.traceACKSent()
 }

@@ -169,20 +169,9 @@ func (e *Endpoint) maybeWindowUpdate() {
 		return
 	}
 	t := max(e.lastRecv, e.lastSend) // Read has no clock: stamp with the latest known time
-	ack := e.rcv.AckSeq()
-	e.rcvLastAck = ack
-	// ACK sequence number 0: not in the ACK history, because without a clock its RTT sample would
-	// be wrong; the ACK2 it draws is ignored.
-	e.ack = packet.ACK{
-		AckSeq: 0, Form: packet.ACKMedium, AckNo: uint32(ack),
-		RTT: e.rtt.RTTMicros(), RTTVar: e.rtt.RTTVarMicros(),
-		AvailBuf: uint32(free),
-	}
-	e.sendACKPacket(t, &e.ack)
-	e.advertised = free
-	e.stats.ACKSent++
-	e.stats.WindowUpdates++
-	e.traceACKSent()
+	e.rcvLastAck = e.rcv.AckSeq()
+	// Not in the ACK history, because without a clock its RTT sample would be wrong.
+	e.sendWindowACK(t)
 }
 
 // onACK2 takes an RTT sample from the ACK it confirms (spec §2.5).
