@@ -53,23 +53,10 @@ func (b *RecvBuffer) has(i int) bool { return b.present[i>>6]&(1<<(i&63)) != 0 }
 // ErrBeyondWindow for one at or beyond read point + Cap, and ErrDuplicate for
 // one already held; the buffer is unchanged on error.
 func (b *RecvBuffer) Insert(seq seqno.Seq, payload []byte) error {
-	if len(payload) == 0 || len(payload) > b.payload {
-		return ErrLength
+	d, err := b.store(seq, payload)
+	if err != nil {
+		return err
 	}
-	d := seqno.Offset(b.seq, seq)
-	if d < 0 {
-		return ErrTooOld
-	}
-	if d >= b.n {
-		return ErrBeyondWindow
-	}
-	i := b.slot(d)
-	if b.has(i) {
-		return ErrDuplicate
-	}
-	b.st.put(i, payload)
-	b.present[i>>6] |= 1 << (i & 63)
-	b.stored++
 	if d == b.contig { // in order: extend the run by this packet, then over any that follow
 		b.ready += len(payload)
 		b.contig++
@@ -78,6 +65,29 @@ func (b *RecvBuffer) Insert(seq seqno.Seq, payload []byte) error {
 		}
 	}
 	return nil
+}
+
+// store copies payload into the slot of packet seq and marks it present, returning the packet's
+// offset from the read point; errors as for Insert, with the buffer unchanged.
+func (b *RecvBuffer) store(seq seqno.Seq, payload []byte) (int, error) {
+	if len(payload) == 0 || len(payload) > b.payload {
+		return 0, ErrLength
+	}
+	d := seqno.Offset(b.seq, seq)
+	if d < 0 {
+		return 0, ErrTooOld
+	}
+	if d >= b.n {
+		return 0, ErrBeyondWindow
+	}
+	i := b.slot(d)
+	if b.has(i) {
+		return 0, ErrDuplicate
+	}
+	b.st.put(i, payload)
+	b.present[i>>6] |= 1 << (i & 63)
+	b.stored++
+	return d, nil
 }
 
 // advance extends the contiguous run from the head over present slots.

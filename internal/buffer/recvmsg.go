@@ -97,24 +97,11 @@ func (m *recvMsgs) nextSize() int {
 // Errors as for Insert; a packet for a slot that was given up is a duplicate.
 func (b *RecvBuffer) InsertMessage(seq seqno.Seq, w1 uint32, payload []byte) error {
 	m := b.msg
-	if len(payload) == 0 || len(payload) > b.payload {
-		return ErrLength
+	d, err := b.store(seq, payload)
+	if err != nil {
+		return err
 	}
-	d := seqno.Offset(b.seq, seq)
-	if d < 0 {
-		return ErrTooOld
-	}
-	if d >= b.n {
-		return ErrBeyondWindow
-	}
-	i := b.slot(d)
-	if b.has(i) {
-		return ErrDuplicate
-	}
-	b.st.put(i, payload)
-	b.present[i>>6] |= 1 << (i & 63)
-	b.stored++
-	m.word1[i] = w1
+	m.word1[b.slot(d)] = w1
 	if d == b.contig {
 		m.advance()
 		m.settle()
