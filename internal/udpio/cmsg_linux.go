@@ -49,20 +49,12 @@ func putSegment(b []byte, seg int) []byte {
 // segment size (0 if none) and the SCM_TIMESTAMPNS stamp in ns since the Unix epoch (ok false if
 // none). A malformed message ends the walk; what was found before it is kept.
 func parseCmsgs(oob []byte) (seg int, stampNs int64, ok bool) {
-	const hl = unix.SizeofCmsghdr
-	for len(oob) >= hl {
-		var l uint64
-		if hl == 16 {
-			l = binary.NativeEndian.Uint64(oob)
-		} else {
-			l = uint64(binary.NativeEndian.Uint32(oob))
-		}
-		if l < hl || l > uint64(len(oob)) {
+	for {
+		level, typ, data, rest, more := nextCmsg(oob)
+		if !more {
 			return seg, stampNs, ok
 		}
-		level := int32(binary.NativeEndian.Uint32(oob[hl-8:]))
-		typ := int32(binary.NativeEndian.Uint32(oob[hl-4:]))
-		data := oob[unix.CmsgLen(0):l]
+		oob = rest
 		switch {
 		case level == unix.IPPROTO_UDP && typ == unix.UDP_GRO && len(data) >= 4:
 			seg = int(int32(binary.NativeEndian.Uint32(data)))
@@ -81,13 +73,33 @@ func parseCmsgs(oob []byte) (seg int, stampNs int64, ok bool) {
 				stampNs, ok = sec*1e9+nsec, true
 			}
 		}
-		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
-		if next >= len(oob) {
-			return seg, stampNs, ok
-		}
-		oob = oob[next:]
 	}
-	return seg, stampNs, ok
+}
+
+// nextCmsg takes the first control message off oob: its level, type and data, and what follows
+// it (empty at the end). more is false when no well-formed header is left (a malformed length
+// ends the walk).
+func nextCmsg(oob []byte) (level, typ int32, data, rest []byte, more bool) {
+	const hl = unix.SizeofCmsghdr
+	if len(oob) < hl {
+		return 0, 0, nil, nil, false
+	}
+	var l uint64
+	if hl == 16 {
+		l = binary.NativeEndian.Uint64(oob)
+	} else {
+		l = uint64(binary.NativeEndian.Uint32(oob))
+	}
+	if l < hl || l > uint64(len(oob)) {
+		return 0, 0, nil, nil, false
+	}
+	level = int32(binary.NativeEndian.Uint32(oob[hl-8:]))
+	typ = int32(binary.NativeEndian.Uint32(oob[hl-4:]))
+	data = oob[unix.CmsgLen(0):l]
+	if next := unix.CmsgSpace(int(l) - unix.CmsgLen(0)); next < len(oob) {
+		rest = oob[next:]
+	}
+	return level, typ, data, rest, true
 }
 
 // stampTime turns a kernel receive stamp (CLOCK_REALTIME ns since the Unix epoch) into a time

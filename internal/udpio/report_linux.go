@@ -72,20 +72,12 @@ func (s *sysConn) readReports(rs []Report) int {
 // whether this host raised it. ok is false without such a message or for origins other than
 // ICMP, ICMPv6 and the local stack (timestamping and zero-copy notices use the queue too).
 func parseExtendedErr(oob []byte) (errno syscall.Errno, mtu int, local, ok bool) {
-	const hl = unix.SizeofCmsghdr
-	for len(oob) >= hl {
-		var l uint64
-		if hl == 16 {
-			l = binary.NativeEndian.Uint64(oob)
-		} else {
-			l = uint64(binary.NativeEndian.Uint32(oob))
-		}
-		if l < hl || l > uint64(len(oob)) {
+	for {
+		level, typ, data, rest, more := nextCmsg(oob)
+		if !more {
 			return 0, 0, false, false
 		}
-		level := int32(binary.NativeEndian.Uint32(oob[hl-8:]))
-		typ := int32(binary.NativeEndian.Uint32(oob[hl-4:]))
-		data := oob[unix.CmsgLen(0):l]
+		oob = rest
 		if (level == unix.IPPROTO_IP && typ == unix.IP_RECVERR ||
 			level == unix.IPPROTO_IPV6 && typ == unix.IPV6_RECVERR) && len(data) >= sizeofExtendedErr {
 			// ee_errno u32, ee_origin u8, ee_type u8, ee_code u8, ee_pad u8, ee_info u32, ee_data u32.
@@ -105,11 +97,5 @@ func parseExtendedErr(oob []byte) (errno syscall.Errno, mtu int, local, ok bool)
 			}
 			return errno, mtu, origin == unix.SO_EE_ORIGIN_LOCAL, true
 		}
-		next := unix.CmsgSpace(int(l) - unix.CmsgLen(0))
-		if next >= len(oob) {
-			break
-		}
-		oob = oob[next:]
 	}
-	return 0, 0, false, false
 }
