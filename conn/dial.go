@@ -38,16 +38,38 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 	if err != nil {
 		return nil, opError("dial", nil, raddr, err)
 	}
-	// A socket opened for one connection turns GRO on only once bulk arrives: turning it on (and
-	// off again at close) costs the kernel ~0.7 ms each, more than the rest of a loopback Dial. A
-	// Listener's socket, shared and long-lived, has GRO from the start.
-	mcfg := r
-	mcfg.noGRO = true
-	m, err := newMux(pc, true, &mcfg)
+	m, err := ownMux(pc, r)
 	if err != nil {
 		return nil, opError("dial", nil, raddr, err)
 	}
 	return dial(ctx, m, raddr, &r)
+}
+
+// ownMux runs a socket opened for one connection (Dial, Rendezvous), closed with it. Such a
+// socket turns GRO on only once bulk arrives: turning it on (and off again at close) costs the
+// kernel ~0.7 ms each, more than the rest of a loopback Dial. A Listener's socket, shared and
+// long-lived, has GRO from the start.
+func ownMux(pc *net.UDPConn, r Config) (*mux, error) {
+	r.noGRO = true
+	return newMux(pc, true, &r)
+}
+
+// packetMux runs a caller's PacketConn for DialPacketContext and RendezvousPacket (op names the
+// call in errors): the resolved Config, the mux and raddr as a *net.UDPAddr.
+func packetMux(op string, pc net.PacketConn, raddr net.Addr, cfg *Config) (*mux, *net.UDPAddr, Config, error) {
+	r, err := cfg.resolved()
+	if err != nil {
+		return nil, nil, r, opError(op, pc.LocalAddr(), raddr, err)
+	}
+	ap := addrPortOf(raddr)
+	if !ap.IsValid() {
+		return nil, nil, r, opError(op, pc.LocalAddr(), raddr, fmt.Errorf("not a UDP address: %v", raddr))
+	}
+	m, err := newMux(pc, false, &r)
+	if err != nil {
+		return nil, nil, r, opError(op, pc.LocalAddr(), raddr, err)
+	}
+	return m, net.UDPAddrFromAddrPort(ap), r, nil
 }
 
 // DialPacketContext connects to raddr over a caller's PacketConn (for sharing a socket, or for
@@ -57,19 +79,11 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 // changes on pc what NewListener does (UDP_GRO and SO_TIMESTAMPNS on Linux) and leaves its
 // buffer sizes alone.
 func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
-	r, err := cfg.resolved()
+	m, ua, r, err := packetMux("dial", pc, raddr, cfg)
 	if err != nil {
-		return nil, opError("dial", pc.LocalAddr(), raddr, err)
+		return nil, err
 	}
-	ap := addrPortOf(raddr)
-	if !ap.IsValid() {
-		return nil, opError("dial", pc.LocalAddr(), raddr, fmt.Errorf("not a UDP address: %v", raddr))
-	}
-	m, err := newMux(pc, false, &r)
-	if err != nil {
-		return nil, opError("dial", pc.LocalAddr(), raddr, err)
-	}
-	return dial(ctx, m, net.UDPAddrFromAddrPort(ap), &r)
+	return dial(ctx, m, ua, &r)
 }
 
 func checkNetwork(network string) error {

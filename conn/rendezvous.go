@@ -68,9 +68,7 @@ func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) 
 	if err != nil {
 		return nil, opError("rendezvous", la, ra, err)
 	}
-	mcfg := r
-	mcfg.noGRO = true // as Dial: a socket of one connection turns GRO on once bulk arrives
-	m, err := newMux(pc, true, &mcfg)
+	m, err := ownMux(pc, r)
 	if err != nil {
 		return nil, opError("rendezvous", la, ra, err)
 	}
@@ -80,19 +78,11 @@ func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) 
 // RendezvousPacket is Rendezvous over a caller's PacketConn, which stays open after the
 // connection closes and must not be read by anyone else while the connection lives.
 func RendezvousPacket(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
-	r, err := cfg.resolved()
+	m, ua, r, err := packetMux("rendezvous", pc, raddr, cfg)
 	if err != nil {
-		return nil, opError("rendezvous", pc.LocalAddr(), raddr, err)
+		return nil, err
 	}
-	ap := addrPortOf(raddr)
-	if !ap.IsValid() {
-		return nil, opError("rendezvous", pc.LocalAddr(), raddr, fmt.Errorf("udt: not a UDP address: %v", raddr))
-	}
-	m, err := newMux(pc, false, &r)
-	if err != nil {
-		return nil, opError("rendezvous", pc.LocalAddr(), raddr, err)
-	}
-	return rendezvous(ctx, m, net.UDPAddrFromAddrPort(ap), &r)
+	return rendezvous(ctx, m, ua, &r)
 }
 
 // Rendezvous runs a rendezvous with the peer at address over the Listener's own UDP socket: any
