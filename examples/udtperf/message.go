@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -10,10 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -356,54 +353,12 @@ func selfMessageRow(exe string, o *selfOptions, backend string, stderr io.Writer
 	cmd := exec.Command(exe, selfServerCmd, "-listen", "127.0.0.1:0", "-proto", "udt", "-pacer", tr.pacer,
 		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss),
 		"-handshake-timeout", tr.handshake.String(), "-idle-timeout", tr.idle.String(), "-message")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Stderr = stderr
-	pipe, err := cmd.StdoutPipe()
+	child, addr, err := startReceiver(cmd, stderr)
 	if err != nil {
 		return MessageRow{}, err
 	}
-	if err := cmd.Start(); err != nil {
-		return MessageRow{}, fmt.Errorf("cannot start the receiver process: %v", err)
-	}
-	exited := make(chan error, 1)
-	lines := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(pipe).ReadString('\n')
-		lines <- strings.TrimSpace(line)
-		io.Copy(io.Discard, pipe)
-		exited <- cmd.Wait()
-	}()
-	stop := func(grace time.Duration) error {
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(grace):
-			cmd.Process.Kill()
-			<-exited
-			return errors.New("receiver process did not exit; killed")
-		}
-	}
-	var addr string
-	select {
-	case addr = <-lines:
-	case <-time.After(20 * time.Second):
-	}
-	if addr == "" {
-		return MessageRow{}, fmt.Errorf("receiver process did not start (%v)", stop(0))
-	}
 	row, err := clientMessages(context.Background(), addr, &tr, &o.msg, &o.limit)
-	grace := 15 * time.Second
-	if err != nil {
-		grace = 2 * time.Second
-	}
-	werr := stop(grace)
-	if err != nil {
-		return row, err
-	}
-	if werr != nil {
-		return row, fmt.Errorf("receiver process failed: %v", werr)
-	}
-	return row, nil
+	return row, child.finish(err)
 }
 
 // selfMessages runs the message row after the stream row of the same backend and compares the

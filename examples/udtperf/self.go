@@ -127,55 +127,81 @@ func selfRow(ctx context.Context, exe string, o *selfOptions, sp selfRowSpec, st
 	cmd := exec.Command(exe, selfServerCmd, "-listen", "127.0.0.1:0", "-proto", sp.proto, "-pacer", tr.pacer,
 		"-cc", tr.cc, "-strict="+strconv.FormatBool(tr.strict), "-mss", strconv.Itoa(tr.mss), "-tcp-cc", tr.tcpCC,
 		"-handshake-timeout", tr.handshake.String(), "-idle-timeout", tr.idle.String())
+	child, addr, err := startReceiver(cmd, stderr)
+	if err != nil {
+		return Row{}, err
+	}
+	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
+	row, err := clientTransfer(ctx, sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
+		sp.label(), sp.label()+" ")
+	if err := child.finish(err); err != nil {
+		return Row{}, err
+	}
+	return row, nil
+}
+
+// receiver is self mode's receiver process.
+type receiver struct {
+	cmd    *exec.Cmd
+	exited chan error
+}
+
+// startReceiver starts cmd (udtperf's hidden receiver command) and returns it with the address
+// it printed on its first stdout line; a receiver that prints none within 20 s is killed.
+func startReceiver(cmd *exec.Cmd, stderr io.Writer) (*receiver, string, error) {
 	cmd.Env = append(os.Environ(), childEnv+"=1")
 	cmd.Stderr = stderr
 	pipe, err := cmd.StdoutPipe()
 	if err != nil {
-		return Row{}, err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return Row{}, fmt.Errorf("cannot start the receiver process: %v", err)
+		return nil, "", fmt.Errorf("cannot start the receiver process: %v", err)
 	}
-	exited := make(chan error, 1)
+	r := &receiver{cmd: cmd, exited: make(chan error, 1)}
 	lines := make(chan string, 1)
 	go func() {
 		line, _ := bufio.NewReader(pipe).ReadString('\n')
 		lines <- strings.TrimSpace(line)
 		io.Copy(io.Discard, pipe)
-		exited <- cmd.Wait()
+		r.exited <- cmd.Wait()
 	}()
-	stopChild := func(grace time.Duration) error {
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(grace):
-			cmd.Process.Kill()
-			<-exited
-			return errors.New("receiver process did not exit; killed")
-		}
-	}
 	var addr string
 	select {
 	case addr = <-lines:
 	case <-time.After(20 * time.Second):
 	}
 	if addr == "" {
-		werr := stopChild(0)
-		return Row{}, fmt.Errorf("receiver process did not start (%v)", werr)
+		return nil, "", fmt.Errorf("receiver process did not start (%v)", r.stop(0))
 	}
-	h := &hello{Proto: sp.proto, Mode: modeSend, Bytes: int64(o.limit.bytes), TimeNs: int64(o.limit.time), Progress: true}
-	row, err := clientTransfer(ctx, sp.proto, addr, &tr, h, nil, &o.out, stdout, stderr,
-		sp.label(), sp.label()+" ")
+	return r, addr, nil
+}
+
+// stop waits up to grace for the receiver to exit, then kills it.
+func (r *receiver) stop(grace time.Duration) error {
+	select {
+	case err := <-r.exited:
+		return err
+	case <-time.After(grace):
+		r.cmd.Process.Kill()
+		<-r.exited
+		return errors.New("receiver process did not exit; killed")
+	}
+}
+
+// finish ends the receiver after a transfer that returned err: it gets 15 s to report and exit
+// after a success, 2 s after a failure. It returns err, or the receiver's own failure.
+func (r *receiver) finish(err error) error {
 	grace := 15 * time.Second
 	if err != nil {
 		grace = 2 * time.Second
 	}
-	werr := stopChild(grace)
+	werr := r.stop(grace)
 	if err != nil {
-		return Row{}, err
+		return err
 	}
 	if werr != nil {
-		return Row{}, fmt.Errorf("receiver process failed: %v", werr)
+		return fmt.Errorf("receiver process failed: %v", werr)
 	}
-	return row, nil
+	return nil
 }
