@@ -52,7 +52,10 @@ var issue10Floors = simTargets{
 	Util: 0.60, UtilLossy: 0.50, UtilLoss: 0.01, RetxSlack: 0.25,
 	QueueRTT: 1e6, QueueAdd: time.Hour, // not asserted: reported
 	StartRTTs: 10, StartAdd: time.Second, StartLvl: 0.9, StartDrop: 1e6, // start-up time asserted, drops reported
-	Jain: 0.70, ShareLo: 0.05, ShareHi: 0.95, LongShare: 0.10,
+	// Starvation is one definition for every pair: a flow under 5 % of what both delivered. For
+	// two flows of ours that is Jain's index of a 95/5 split (0.55), not a value under the
+	// 0.72–0.77 measured at 100 ms.
+	Jain: jain(0.95, 0.05), ShareLo: 0.05, ShareHi: 0.95, LongShare: 0.10,
 }
 
 // check returns the targets a grid cell's result misses, each with the figure and the bound.
