@@ -85,8 +85,10 @@ func TestPacerToleranceManyFlows(t *testing.T) {
 	if len(order) != 4 || order[0] != 0 || order[1] != 3 || order[2] != 1 || order[3] != 2 {
 		t.Fatalf("release order %v, want [0 3 1 2]", order)
 	}
-	if st := p.Stats(); st.Wakes != 2 {
-		t.Fatalf("wakes %d, want 2", st.Wakes)
+	// Deadline wakes only: whether the first Schedule finds the pacer already idle (a Wait that
+	// Schedule ends, counted in Woken) depends on when its goroutine started.
+	if st := p.Stats(); st.Wakes-st.Woken != 2 {
+		t.Fatalf("wakes at a deadline %d (wakes %d, woken early %d), want 2", st.Wakes-st.Woken, st.Wakes, st.Woken)
 	}
 }
 
