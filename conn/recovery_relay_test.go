@@ -77,7 +77,10 @@ func TestReorderRelay(t *testing.T) {
 	// A real relay on a shared machine adds its own timer lateness to the 5 ms (the receiver
 	// learns the largest extent, each new record costs a retransmission); 5 % leaves room for a
 	// loaded machine while the old engine resent every late packet (25 %).
-	if ss.Drops.Duplicate > cs.PktSent/20 {
+	// Under the race detector the relay's and the endpoints' timers run several times late, so
+	// the share measures the detector; that run checks the transfer only (TestReorderSimnet
+	// asserts the same property in virtual time).
+	if ss.Drops.Duplicate > cs.PktSent/20 && !raceEnabled {
 		t.Errorf("%d packets arrived twice of %d sent, want ≤ 5 %%", ss.Drops.Duplicate, cs.PktSent)
 	}
 }
