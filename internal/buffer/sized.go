@@ -128,12 +128,16 @@ func (b *SendBuffer) recut(size int, forward bool) {
 	if cap(b.scratch) < b.payload {
 		b.scratch = make([]byte, b.payload)
 	}
+	at := 0 // the old packet holding the previous piece's first byte: passes are monotonic
 	piece := func(w int) { // gather new packet w from the old ones into its slot
 		lo, hi := w*size, min((w+1)*size, total)
-		k := 0
-		for starts[k+1] <= lo {
-			k++
+		for starts[at+1] <= lo {
+			at++
 		}
+		for at > 0 && starts[at] > lo {
+			at--
+		}
+		k := at
 		tmp, n := b.scratch[:hi-lo], 0
 		for off := lo; off < hi; k++ {
 			src := b.st.data(b.slot(b.sent + k))

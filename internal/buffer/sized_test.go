@@ -248,3 +248,20 @@ func FuzzRecut(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkRecut re-cuts a full 8 MiB send buffer (the default SendBuffer: 5 760 unsent packets)
+// down to UDT's base size and back up, as a PMTU black-hole fallback and the probe after it do;
+// each pass is linear in the unsent packets.
+func BenchmarkRecut(b *testing.B) {
+	const payload, base = 1456, 1244
+	buf := NewSendBufferSized(8<<20, payload, base, 0)
+	buf.Write(make([]byte, 8<<20))
+	b.SetBytes(2 * int64(buf.Buffered()))
+	for b.Loop() {
+		buf.SetPacketSize(base)
+		buf.Recut()
+		buf.SetPacketSize(payload)
+		buf.Recut()
+	}
+	b.ReportMetric(float64(buf.Unsent()), "unsent-pkts")
+}
