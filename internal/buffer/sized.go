@@ -128,7 +128,9 @@ func (b *SendBuffer) recut(size int, forward bool) {
 	if cap(b.scratch) < b.payload {
 		b.scratch = make([]byte, b.payload)
 	}
-	at := 0                // the old packet holding the previous piece's first byte: passes are monotonic
+	// at is the old packet holding the previous piece's first byte: a pass is monotonic, so
+	// the scan resumes there.
+	at := 0
 	piece := func(w int) { // gather new packet w from the old ones into its slot
 		lo, hi := w*size, min((w+1)*size, total)
 		for starts[at+1] <= lo {
