@@ -13,15 +13,18 @@ import (
 
 // Dial connects to a UDT listener at address (spec §3.2, client side). network is "udp", "udp4"
 // or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout with
-// ErrHandshakeTimeout; a refusal gives ErrRejected; both inside a *net.OpError.
+// ErrHandshakeTimeout; a listener's refusal gives ErrRejected; a host with nothing on the port
+// (ICMP port unreachable, where the OS reports it) gives an error matching
+// syscall.ECONNREFUSED; all inside a *net.OpError.
 func Dial(network, address string, cfg *Config) (*Conn, error) {
 	return DialContext(context.Background(), network, address, cfg)
 }
 
 // DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err().
-// The connection opens its own UDP socket on the wildcard address and an ephemeral port, as
-// net.ListenUDP with a nil address does; to choose the local address, dial over your own socket
-// with DialPacketContext.
+// The connection opens its own UDP socket on an ephemeral port, bound to the source address the
+// OS routes to the peer from (as net.DialUDP's socket is: LocalAddr says 127.0.0.1 for a
+// loopback peer, not [::]), or to the wildcard address where that lookup fails; to choose the
+// local address, dial over your own socket with DialPacketContext.
 func DialContext(ctx context.Context, network, address string, cfg *Config) (*Conn, error) {
 	r, err := cfg.resolved()
 	if err != nil {
@@ -34,7 +37,7 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 	if err != nil {
 		return nil, opError("dial", nil, nil, err)
 	}
-	pc, err := net.ListenUDP(network, nil)
+	pc, err := net.ListenUDP(network, sourceFor(network, raddr))
 	if err != nil {
 		return nil, opError("dial", nil, raddr, err)
 	}
@@ -43,6 +46,22 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 		return nil, opError("dial", nil, raddr, err)
 	}
 	return dial(ctx, m, raddr, &r)
+}
+
+// sourceFor returns the local address (port 0) the OS would send to raddr from, found by
+// connecting a throwaway UDP socket (a route lookup: connect sends nothing), or nil (the
+// wildcard) where that fails. An IPv4 peer gets an IPv4 socket even for network "udp".
+func sourceFor(network string, raddr *net.UDPAddr) *net.UDPAddr {
+	probe, err := net.DialUDP(network, nil, raddr)
+	if err != nil {
+		return nil
+	}
+	defer probe.Close()
+	la, ok := probe.LocalAddr().(*net.UDPAddr)
+	if !ok || la.IP.IsUnspecified() {
+		return nil
+	}
+	return &net.UDPAddr{IP: la.IP, Zone: la.Zone}
 }
 
 // ownMux runs a socket opened for one connection (Dial, Rendezvous), closed with it. Such a

@@ -69,6 +69,34 @@ func TestIPv6Loopback(t *testing.T) {
 	sendAndCheck(t, c, s, 1<<20, 8)
 }
 
+// TestDialLocalAddr: a dialed connection's LocalAddr is the source address the OS routes to the
+// peer from, as net.DialUDP's is, for network "udp" too: 127.0.0.1 or ::1, never the wildcard
+// (which for "udp" was [::] even to an IPv4 peer).
+func TestDialLocalAddr(t *testing.T) {
+	for _, tc := range []struct{ network, listen string }{
+		{"udp", "127.0.0.1:0"}, {"udp4", "127.0.0.1:0"}, {"udp", "[::1]:0"}, {"udp6", "[::1]:0"},
+	} {
+		t.Run(tc.network+"/"+tc.listen, func(t *testing.T) {
+			ln, err := Listen(tc.network, tc.listen, nil)
+			if err != nil {
+				t.Skipf("no such loopback here: %v", err)
+			}
+			defer ln.Close()
+			c, s := dialAccept(t, ln, tc.network, ln.Addr().String(), nil)
+			defer c.Close()
+			defer s.Close()
+			la, ra := c.LocalAddr().(*net.UDPAddr), c.RemoteAddr().(*net.UDPAddr)
+			if !la.IP.Equal(ra.IP) || la.Port == 0 {
+				t.Fatalf("LocalAddr %v, want the loopback address %v and a port", la, ra.IP)
+			}
+			if got := s.RemoteAddr().(*net.UDPAddr); got.Port != la.Port {
+				t.Fatalf("the server sees the client at %v, its LocalAddr says %v", got, la)
+			}
+			sendAndCheck(t, c, s, 64<<10, 8)
+		})
+	}
+}
+
 // TestDialErrors: bad networks and addresses fail at once with a *net.OpError.
 func TestDialErrors(t *testing.T) {
 	for _, tc := range []struct{ network, addr string }{
