@@ -17,15 +17,16 @@ import (
 )
 
 // Conn is one UDT connection: a reliable, ordered byte stream (UDT STREAM socket type). It
-// implements net.Conn; all methods are safe for concurrent use.
-//
-// Locking: mu serialises the engine (package internal/stream, which is not safe for concurrent
-// use). Nothing blocks and no system call is made while it is held: every engine call is
-// followed by pullLocked, which takes what the call produced, and the caller then unlocks and
-// does it (apply; effects.go). The copies under mu are bounded: a Write or Read step copies at
-// most lockChunk bytes, a release at most sendBatch packets, a reader batch at most readBatch
-// datagrams.
+// implements net.Conn; all methods are safe for concurrent use. Dial, a Listener or Rendezvous
+// makes one; Close ends it (see Close for what happens to unsent data), and Stats reports on it.
 type Conn struct {
+	// Locking: mu serialises the engine (package internal/stream, which is not safe for
+	// concurrent use). Nothing blocks and no system call is made while it is held: every engine
+	// call is followed by pullLocked, which takes what the call produced, and the caller then
+	// unlocks and does it (apply; effects.go). The copies under mu are bounded: a Write or Read
+	// step copies at most lockChunk bytes, a release at most sendBatch packets, a reader batch
+	// at most readBatch datagrams.
+
 	mux    *mux
 	cfg    Config
 	id     uint32 // our socket ID
