@@ -40,6 +40,9 @@ type Conn struct {
 	rendezvous bool   // made by Rendezvous: hsReply answers every handshake but a −2 (spec §3.3)
 	onClose    func() // set by the Listener that made the connection, run once by finish
 
+	localOnce sync.Once
+	local     net.Addr // LocalAddr's answer, found on its first call
+
 	mu        sync.Mutex // guards ep and the fields below
 	ep        *stream.Endpoint
 	closed    bool   // Close was called
@@ -419,8 +422,13 @@ func (c *Conn) Write(b []byte) (int, error) {
 	}
 }
 
-// LocalAddr returns the local UDP address.
-func (c *Conn) LocalAddr() net.Addr { return c.mux.local }
+// LocalAddr returns the local UDP address (a *net.UDPAddr). For a socket bound to the wildcard
+// address it gives the socket's port at the source address the OS routes to the peer from, as
+// net.DialUDP's LocalAddr does, found on the first call.
+func (c *Conn) LocalAddr() net.Addr {
+	c.localOnce.Do(func() { c.local = sourceFor(c.mux.local, c.raddr) })
+	return c.local
+}
 
 // RemoteAddr returns the peer's UDP address (a *net.UDPAddr).
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }

@@ -21,10 +21,11 @@ func Dial(network, address string, cfg *Config) (*Conn, error) {
 }
 
 // DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err().
-// The connection opens its own UDP socket on an ephemeral port, bound to the source address the
-// OS routes to the peer from (as net.DialUDP's socket is: LocalAddr says 127.0.0.1 for a
-// loopback peer, not [::]), or to the wildcard address where that lookup fails; to choose the
-// local address, dial over your own socket with DialPacketContext.
+// The connection opens its own UDP socket of the peer's family on the wildcard address and an
+// ephemeral port; its LocalAddr is that port at the source address the OS routes to the peer
+// from, as net.DialUDP's is (127.0.0.1 for a loopback peer, not [::]), or the wildcard where
+// that lookup fails. To choose the local address, dial over your own socket with
+// DialPacketContext.
 func DialContext(ctx context.Context, network, address string, cfg *Config) (*Conn, error) {
 	r, err := cfg.resolved()
 	if err != nil {
@@ -37,7 +38,11 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 	if err != nil {
 		return nil, opError("dial", nil, nil, err)
 	}
-	pc, err := net.ListenUDP(network, sourceFor(network, raddr))
+	family := network
+	if network == "udp" && raddr.IP.To4() != nil {
+		family = "udp4" // not a dual-stack socket for an IPv4 peer
+	}
+	pc, err := net.ListenUDP(family, nil)
 	if err != nil {
 		return nil, opError("dial", nil, raddr, err)
 	}
@@ -48,20 +53,25 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 	return dial(ctx, m, raddr, &r)
 }
 
-// sourceFor returns the local address (port 0) the OS would send to raddr from, found by
-// connecting a throwaway UDP socket (a route lookup: connect sends nothing), or nil (the
-// wildcard) where that fails. An IPv4 peer gets an IPv4 socket even for network "udp".
-func sourceFor(network string, raddr *net.UDPAddr) *net.UDPAddr {
-	probe, err := net.DialUDP(network, nil, raddr)
+// sourceFor returns local (a wildcard address) with the IP the OS would send to raddr from,
+// found by connecting a throwaway UDP socket (a route lookup: connect sends nothing), or local
+// itself where that fails. It costs a few system calls, so LocalAddr runs it once, when asked,
+// and not Dial.
+func sourceFor(local net.Addr, raddr *net.UDPAddr) net.Addr {
+	la, ok := local.(*net.UDPAddr)
+	if !ok || !la.IP.IsUnspecified() {
+		return local
+	}
+	probe, err := net.DialUDP("udp", nil, raddr)
 	if err != nil {
-		return nil
+		return local
 	}
 	defer probe.Close()
-	la, ok := probe.LocalAddr().(*net.UDPAddr)
-	if !ok || la.IP.IsUnspecified() {
-		return nil
+	src, ok := probe.LocalAddr().(*net.UDPAddr)
+	if !ok || src.IP.IsUnspecified() {
+		return local
 	}
-	return &net.UDPAddr{IP: la.IP, Zone: la.Zone}
+	return &net.UDPAddr{IP: src.IP, Port: la.Port, Zone: src.Zone}
 }
 
 // ownMux runs a socket opened for one connection (Dial, Rendezvous), closed with it. Such a
