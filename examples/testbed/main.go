@@ -78,6 +78,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.matrix.udtperf, "udtperf", "", "with -matrix: udtperf binary (default: go build ./examples/udtperf)")
 	fs.StringVar(&o.matrix.traceDir, "trace-dir", "", "with -matrix: keep the trace of every udt transfer in this directory (PROTO-RTT-LOSS.jsonl; draw one with udtperf plot)")
 	fs.StringVar(&o.matrix.pacer, "pacer", "", "with -matrix: udt pacer backend of the sender (udtperf -pacer; default: udtperf's); rows carry it and the sender's CPU s/GB")
+	fs.StringVar(&o.matrix.tolerance, "pacing-tolerance", "", "with -matrix: udt pacing tolerance of the sender (udtperf -pacing-tolerance: default, exact or a duration; default: udtperf's); rows carry it after the backend")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: testbed [flags] [-- server-cmd args... -- client-cmd args... | -- cmd args...]\n\n"+
 			"With two commands the server command runs on B, then the client command on A; with one\n"+

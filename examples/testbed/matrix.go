@@ -22,6 +22,7 @@ type matrixOptions struct {
 	udtperf   string
 	traceDir  string // one udtperf -trace file per udt cell
 	pacer     string // udtperf -pacer for the udt rows ("" = its default)
+	tolerance string // udtperf -pacing-tolerance for the udt rows ("" = its default)
 }
 
 // Scenario is one point of the matrix: a path setting.

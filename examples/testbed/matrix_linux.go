@@ -76,7 +76,7 @@ func matrixRunners(ctx context.Context, o *options, protos []string, tmp string)
 			if binErr != nil {
 				runners[p] = unavailable{binErr}
 			} else {
-				runners[p] = udtperfRunner{bin: bin, proto: p, pacer: o.matrix.pacer, traceDir: o.matrix.traceDir}
+				runners[p] = udtperfRunner{bin: bin, proto: p, pacer: o.matrix.pacer, tolerance: o.matrix.tolerance, traceDir: o.matrix.traceDir}
 			}
 		}
 	}

@@ -48,10 +48,11 @@ func buildUdtperf(ctx context.Context, dir string) (string, error) {
 
 // udtperfRunner runs one udtperf transfer A→B with -proto proto.
 type udtperfRunner struct {
-	bin      string
-	proto    string // udt, udt-native (udt with udtCC's -cc) or quic
-	pacer    string // udt: -pacer of the client (the sender); "" = udtperf's default
-	traceDir string // if set, udt transfers keep their trace there
+	bin       string
+	proto     string // udt, udt-native (udt with udtCC's -cc) or quic
+	pacer     string // udt: -pacer of the client (the sender); "" = udtperf's default
+	tolerance string // udt: -pacing-tolerance of the client; "" = udtperf's default
+	traceDir  string // if set, udt transfers keep their trace there
 }
 
 // traceFile is the trace of proto's transfer over the testbed's path: PROTO-RTT-LOSS.jsonl.
@@ -86,6 +87,9 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	if r.pacer != "" && r.proto != protoQUIC {
 		args = append(args, "-pacer", r.pacer)
 	}
+	if r.tolerance != "" && r.proto != protoQUIC {
+		args = append(args, "-pacing-tolerance", r.tolerance)
+	}
 	if r.traceDir != "" && r.proto != protoQUIC {
 		args = append(args, "-trace", traceFile(r.traceDir, r.proto, tb.Config))
 	}
@@ -102,6 +106,9 @@ func (r udtperfRunner) Run(ctx context.Context, tb *Testbed, dur time.Duration) 
 	}
 	row, perr := parseUdtperfJSON(stdout.Bytes(), want)
 	row.Protocol = r.proto
+	if r.tolerance != "" && row.Backend != "" {
+		row.Backend += " tol " + r.tolerance
+	}
 	if werr != nil {
 		return row, fmt.Errorf("udtperf client: %v: %s", werr, lastLine(stderr.String()))
 	}
