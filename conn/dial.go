@@ -15,7 +15,9 @@ import (
 // or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout with
 // ErrHandshakeTimeout; a listener's refusal gives ErrRejected; a host with nothing on the port
 // (ICMP port unreachable, where the OS reports it) gives an error matching
-// syscall.ECONNREFUSED; all inside a *net.OpError.
+// syscall.ECONNREFUSED; all inside a *net.OpError. As in package net, an empty host or a literal
+// unspecified address (":9000", "0.0.0.0:9000", "[::]:9000", a wildcard Listener's Addr) means
+// the local system: its loopback address of that family. LocalAddr: see DialContext.
 func Dial(network, address string, cfg *Config) (*Conn, error) {
 	return DialContext(context.Background(), network, address, cfg)
 }
@@ -136,6 +138,16 @@ func resolveUDP(ctx context.Context, network, address string) (*net.UDPAddr, err
 		ip = ip.Unmap()
 		if (network == "udp4" && !ip.Is4()) || (network == "udp6" && ip.Is4()) {
 			return nil, &net.AddrError{Err: "address family does not match network " + network, Addr: host}
+		}
+		if ip.IsUnspecified() {
+			// As in package net, the unspecified address means the local system. The kernel sends
+			// a datagram to it over loopback, and the answer comes from the loopback address:
+			// dialing the unspecified one would take that answer for a stranger's (spec §3.1).
+			if ip.Is4() {
+				ip = netip.AddrFrom4([4]byte{127, 0, 0, 1})
+			} else {
+				ip = netip.IPv6Loopback()
+			}
 		}
 		return net.UDPAddrFromAddrPort(netip.AddrPortFrom(ip, uint16(pn))), nil
 	}

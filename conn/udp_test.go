@@ -97,6 +97,31 @@ func TestDialLocalAddr(t *testing.T) {
 	}
 }
 
+// TestDialUnspecified: as with package net, dialing the unspecified address (a wildcard
+// Listener's own Addr, "0.0.0.0:port") reaches the local system; the answer, which comes from
+// loopback, is not taken for a stranger's.
+func TestDialUnspecified(t *testing.T) {
+	for _, tc := range []struct{ network, listen, dial string }{
+		{"udp", "127.0.0.1:0", "0.0.0.0"}, {"udp4", ":0", "0.0.0.0"}, {"udp", ":0", "::"}, {"udp6", "[::1]:0", "::"},
+	} {
+		t.Run(tc.network+"/"+tc.listen+"/"+tc.dial, func(t *testing.T) {
+			ln, err := Listen(tc.network, tc.listen, nil)
+			if err != nil {
+				t.Skipf("no such socket here: %v", err)
+			}
+			defer ln.Close()
+			port := ln.Addr().(*net.UDPAddr).Port
+			c, s := dialAccept(t, ln, tc.network, net.JoinHostPort(tc.dial, fmt.Sprint(port)), &Config{HandshakeTimeout: 2 * time.Second})
+			defer c.Close()
+			defer s.Close()
+			if ra := c.RemoteAddr().(*net.UDPAddr); !ra.IP.IsLoopback() || ra.Port != port {
+				t.Fatalf("RemoteAddr %v, want a loopback address and port %d", ra, port)
+			}
+			sendAndCheck(t, c, s, 64<<10, 8)
+		})
+	}
+}
+
 // TestDialErrors: bad networks and addresses fail at once with a *net.OpError.
 func TestDialErrors(t *testing.T) {
 	for _, tc := range []struct{ network, addr string }{
