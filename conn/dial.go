@@ -210,7 +210,7 @@ func (d *dialer) fail(err error) {
 // connection alone starts with no reference, so a failure tears it down.
 func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
-		return nil, opError("dial", m.local, raddr, err)
+		return nil, opError("dial", sourceFor(m.local, raddr), raddr, err) // as LocalAddr would say
 	}
 	peer := unmapAddrPort(raddr.AddrPort())
 	isn := newISN()
