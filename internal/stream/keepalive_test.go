@@ -169,3 +169,39 @@ func TestKeepAliveWakeupsExactTimers(t *testing.T) {
 	}
 	t.Logf("exact timers, 60 s idle: wakes %v, packets %v", l.wakes, [2]int{l.sent[0] - sent0[0], l.sent[1] - sent0[1]})
 }
+
+// An idle endpoint's keep-alive deadline sits on the SYN grid of the wall clock, at most SYN
+// after the interval T, so the idle connections of a process wake together: 50 endpoints started
+// at scattered times within one SYN wake at one or two instants per interval, not 50.
+func TestKeepAliveAlignedToSYN(t *testing.T) {
+	base := time.Unix(1000, 100_000) // the starts span [0.1, 9.95) ms past a grid point
+	wakes := map[int64]bool{}
+	for k := range 50 {
+		now := base.Add(time.Duration(k) * 197 * time.Microsecond) // scattered over 9.85 ms
+		e := New(Config{LocalID: 5, PeerID: 6, ISN: 1, PeerISN: 2, Start: now}, now)
+		c := capture{e}
+		for range 5 {
+			tm := e.NextTimer()
+			if tm.UnixNano()%int64(SYN) != 0 {
+				t.Fatalf("endpoint %d: timer at %v, not on the %v grid", k, tm, SYN)
+			}
+			due := e.at(e.keepAliveDue())
+			if tm.Before(due) || tm.Sub(due) >= SYN {
+				t.Fatalf("endpoint %d: timer at %v for a keep-alive due at %v", k, tm, due)
+			}
+			now = tm
+			wakes[now.UnixNano()] = true
+			e.OnTimer(now)
+			e.HandlePacket(now, ctrlPkt(packet.TypeKeepAlive, 0, 5, 0)) // the peer's answer keeps it alive
+			if len(c.take()) == 0 {
+				t.Fatalf("endpoint %d: no keep-alive at %v", k, now)
+			}
+		}
+	}
+	// Each interval's 50 deadlines fall within one SYN: one grid point, or two when they
+	// straddle one (without the alignment: 250 instants).
+	if len(wakes) > 5*2 {
+		t.Fatalf("%d distinct wake-up instants", len(wakes))
+	}
+	t.Logf("50 endpoints, 5 keep-alives each: %d distinct wake-up instants", len(wakes))
+}

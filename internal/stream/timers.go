@@ -98,6 +98,19 @@ func (e *Endpoint) keepAliveDue() time.Duration {
 	return due
 }
 
+// keepAliveAligned is keepAliveDue rounded up to the next multiple of SYN on the wall clock (the
+// Unix epoch's), the granularity at which UDT4 checks its own timers (spec §4.5): the idle
+// connections of a process then wake together, up to 100 times a second whatever their number,
+// and one wake of the socket's timer goroutine sends all their keep-alives (Linux's
+// round_jiffies for timers that need no precision). A keep-alive is at most SYN later than T.
+func (e *Endpoint) keepAliveAligned() time.Duration {
+	at := e.at(e.keepAliveDue()).UnixNano()
+	if r := at % int64(SYN); r != 0 {
+		at += int64(SYN) - r
+	}
+	return time.Unix(0, at).Sub(e.start)
+}
+
 // answerKeepAlive answers a keep-alive from the peer when we have sent nothing for 3T/4.
 func (e *Endpoint) answerKeepAlive(t time.Duration) {
 	if t-e.lastSend < e.kaInterval*3/4 {
@@ -185,7 +198,7 @@ func (e *Endpoint) NextTimer() time.Time {
 	if !e.active() {
 		return e.closeTimerAt()
 	}
-	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveDue())
+	next := min(e.lastRecv+e.cfg.IdleTimeout, e.keepAliveAligned())
 	if d, ok := e.unreachableDue(); ok {
 		next = min(next, d)
 	}
