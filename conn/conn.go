@@ -290,7 +290,7 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	}
 	c.mu.Lock()
 	size := c.ep.PacketSize()
-	bufs := c.mux.carve(size, min(max, len(c.mux.sendBufs)))
+	bufs := c.mux.carve(size, max)
 	n, next := c.ep.Release(now, bufs)
 	probe, probing := c.ep.ProbeSeq()
 	fx := c.pullLocked(via{ob: &m.sendOut, noSend: true})

@@ -40,8 +40,9 @@ type mux struct {
 	send      *pacer.Pacer // releases data packets at their departure times
 
 	// sendBufs are packet buffers used only by the data pacer goroutine, carved from sendArena
-	// at each connection's packet size (pmtu.go); sendOut is its outbox; scratches holds packet
-	// buffers for direct sends by other goroutines (*sendScratch).
+	// at each connection's packet size (pmtu.go), allocated on its first data packet; sendOut is
+	// its outbox; scratches holds packet buffers for direct sends by other goroutines
+	// (*sendScratch).
 	sendBufs  [][]byte
 	sendArena []byte
 	sendOut   outbox
@@ -131,8 +132,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	// goes out as one GSO send (udpio.WriteBatch).
 	pktSize := cfg.MSS - udpIPOverhead
 	m.pktSize = pktSize
-	s := newSendScratch(pktSize)
-	m.sendBufs, m.sendArena = s.bufs, s.arena
 	m.scratches.New = func() any { return newSendScratch(pktSize) }
 	m.timers = newTimerQueue()
 	go m.timers.run(m)
@@ -140,7 +139,11 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		setSocketBuffers(u, cfg)
 	}
 	m.initDrops()
-	go m.readLoop(pktSize)
+	batch := readBatch
+	if cfg.noGRO {
+		batch = firstReadBatch // a socket of its own: one connection, which may never bulk-receive
+	}
+	go m.readLoop(pktSize, batch)
 	return m, nil
 }
 
@@ -251,15 +254,9 @@ func randomISN() uint32 {
 // readBatch is how many datagrams one read may return (GRO segments or recvmmsg slots).
 const readBatch = 64
 
-func (m *mux) readLoop(pktSize int) {
+func (m *mux) readLoop(pktSize, batch int) {
 	defer close(m.readerDone)
-	// Each slot holds one byte more than the largest packet we accept, so that an oversized
-	// datagram shows as truncated instead of passing as a full one.
-	msgs := make([]udpio.Message, readBatch)
-	arena := make([]byte, readBatch*(pktSize+1))
-	for i := range msgs {
-		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
-	}
+	msgs := readSlots(pktSize, batch)
 	var rs readScratch
 	failures := 0
 	for {
@@ -291,7 +288,27 @@ func (m *mux) readLoop(pktSize int) {
 			m.drainReports()
 		}
 		m.dispatchBatch(msgs[:n], &rs)
+		if n == len(msgs) && n < readBatch {
+			msgs = readSlots(pktSize, min(4*n, readBatch)) // the socket is busy: read more at a time
+		}
 	}
+}
+
+// firstReadBatch is the read batch a socket of one connection starts with (Dial, Rendezvous): its
+// slots are 4 × 1.5 KB instead of readBatch's 94 KB, allocated anew with every Dial, and it grows
+// by ×4 to readBatch as soon as a read fills it.
+const firstReadBatch = 4
+
+// readSlots returns n receive slots in one arena. Each slot holds one byte more than the largest
+// packet we accept, so that an oversized datagram shows as truncated instead of passing as a
+// full one.
+func readSlots(pktSize, n int) []udpio.Message {
+	msgs := make([]udpio.Message, n)
+	arena := make([]byte, n*(pktSize+1))
+	for i := range msgs {
+		msgs[i].Buf = arena[i*(pktSize+1) : (i+1)*(pktSize+1) : (i+1)*(pktSize+1)]
+	}
+	return msgs
 }
 
 // readScratch is the reader goroutine's per-read state.

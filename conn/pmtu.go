@@ -67,8 +67,12 @@ func ipUDPOverhead(peer netip.AddrPort) int {
 // a batch of full packets is one GSO send; each may hold up to the end of the arena, since the
 // engine ends a batch at a longer packet (stream's Release).
 func (m *mux) carve(size, n int) [][]byte {
+	if m.sendArena == nil { // the first data packet: a Dial's socket need not pay 94 KB before it
+		s := newSendScratch(m.pktSize)
+		m.sendBufs, m.sendArena = s.bufs, s.arena
+	}
 	s := sendScratch{bufs: m.sendBufs, arena: m.sendArena}
-	return s.carve(size, n)
+	return s.carve(size, min(n, len(m.sendBufs)))
 }
 
 // sendPackets sends what one Release produced (data pacer goroutine, no lock held): a batch of
