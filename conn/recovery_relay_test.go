@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
@@ -220,36 +221,31 @@ func BenchmarkSmallRecvBuffer(b *testing.B) {
 			for range b.N {
 				cfg := &Config{RecvBuffer: cc.buf, Congestion: cc.f}
 				c, s, ln := loopbackPair(b, cfg)
-				stop, srtt, cwnd := make(chan struct{}), make(chan time.Duration, 1), make(chan int, 1)
-				go func() { // the median smoothed RTT over the transfer
-					var rtts []time.Duration
-					var cwnds []int
+				// The smoothed RTT and cwnd over the transfer, sampled every 2 ms.
+				stop, done := make(chan struct{}), make(chan struct{})
+				var rtts []time.Duration
+				var cwnds []int
+				go func() {
+					defer close(done)
 					tick := time.NewTicker(2 * time.Millisecond)
 					defer tick.Stop()
 					for {
 						select {
 						case <-tick.C:
 							st := c.Stats()
-							rtts = append(rtts, st.RTT)
-							cwnds = append(cwnds, st.CongestionWindow)
+							rtts, cwnds = append(rtts, st.RTT), append(cwnds, st.CongestionWindow)
 						case <-stop:
-							slices.Sort(rtts)
-							if len(rtts) == 0 {
-								rtts = append(rtts, c.Stats().RTT)
-							}
-							srtt <- rtts[len(rtts)/2]
-							slices.Sort(cwnds)
-							if len(cwnds) > 0 {
-								cwnd <- cwnds[len(cwnds)/2]
-							}
-							close(cwnd)
 							return
 						}
 					}
 				}()
 				mbps := relayTransfer(b, c, s, 64<<20)
 				close(stop)
-				rtt, cw := <-srtt, <-cwnd
+				<-done
+				if st := c.Stats(); len(rtts) == 0 { // a transfer shorter than one tick
+					rtts, cwnds = append(rtts, st.RTT), append(cwnds, st.CongestionWindow)
+				}
+				rtt, cw := median(rtts), median(cwnds)
 				b.ReportMetric(float64(cw), "cwnd-pkts")
 				st := c.Stats()
 				b.ReportMetric(mbps, "Mbit/s")
@@ -301,4 +297,10 @@ func evalSeconds() time.Duration {
 		}
 	}
 	return 10 * time.Second
+}
+
+// median returns the middle of xs after sorting it in place (the upper one of an even count).
+func median[T cmp.Ordered](xs []T) T {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

@@ -98,11 +98,12 @@ func (e *Endpoint) keepAliveDue() time.Duration {
 	return due
 }
 
-// keepAliveAligned is keepAliveDue rounded up to the next multiple of SYN on the wall clock (the
-// Unix epoch's), the granularity at which UDT4 checks its own timers (spec §4.5): the idle
-// connections of a process then wake together, up to 100 times a second whatever their number,
-// and one wake of the socket's timer goroutine sends all their keep-alives (Linux's
-// round_jiffies for timers that need no precision). A keep-alive is at most SYN later than T.
+// keepAliveAligned is keepAliveDue rounded up to the next multiple of SYN (UDT's timer unit) on
+// the wall clock (the Unix epoch's): the idle connections of a process then wake together, up to
+// 100 times a second whatever their number, and one wake of the socket's timer goroutine sends
+// all their keep-alives (Linux's round_jiffies for timers that need no precision). A keep-alive
+// is at most SYN later than T, well within what UDT4 itself allows: it checks an idle socket's
+// timers only about every 100 ms (spec §4.1, "Timer-check granularity").
 func (e *Endpoint) keepAliveAligned() time.Duration {
 	at := e.at(e.keepAliveDue()).UnixNano()
 	if r := at % int64(SYN); r != 0 {
