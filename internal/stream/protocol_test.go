@@ -253,3 +253,53 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 		t.Fatalf("light ACK: lastAck %d flow %d", e.sndLastAck(), e.flowWindow)
 	}
 }
+
+// The timer ACK leaves with the first data packet that arrives once the ACK period has passed,
+// so that its time is that packet's arrival (a sender's delivery-rate samples assume as much);
+// the timer sends it itself only after a whole period without data, rounded up to whole periods.
+func TestTimerACKLeavesOnArrival(t *testing.T) {
+	start := time.Unix(100, 0)
+	const isn = 1000
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: start}, start)
+	c := capture{e}
+	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	acks := func() []packet.ACK {
+		var out []packet.ACK
+		for _, p := range c.take() {
+			var a packet.ACK
+			if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	// The period is SYN (10 ms) before an RTT sample. Packets at 1, 4 and 7 ms.
+	for i, ms := range []int{1, 4, 7} {
+		e.HandlePacket(at(ms), dataPkt(sqAdd(isn, i), 7, e.payloadSize))
+	}
+	if e.NextTimer().Before(at(20)) {
+		t.Fatalf("next timer %v after the start, want 20 ms (a period after the last ACK, rounded up past 7 + 10 ms)", e.NextTimer().Sub(start))
+	}
+	e.OnTimer(at(10))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("the timer sent %d ACKs at 10 ms while data was arriving, want none", len(a))
+	}
+	e.HandlePacket(at(11), dataPkt(sqAdd(isn, 3), 7, e.payloadSize))
+	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 4) {
+		t.Fatalf("ACKs on the arrival at 11 ms: %+v, want one acknowledging 4 packets", a)
+	}
+	// The flight ends at 14 ms: the timer sends its ACK a whole period later, on the period grid
+	// of the last ACK (11 + 2·10 ms).
+	e.HandlePacket(at(14), dataPkt(sqAdd(isn, 4), 7, e.payloadSize))
+	if got := e.NextTimer(); !got.Equal(at(31)) {
+		t.Fatalf("next timer %v after the start, want 31 ms", got.Sub(start))
+	}
+	e.OnTimer(at(21))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("%d ACKs at 21 ms, 7 ms after the last packet; want none", len(a))
+	}
+	e.OnTimer(at(31))
+	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 5) {
+		t.Fatalf("ACKs at 31 ms: %+v, want one acknowledging 5 packets", a)
+	}
+}
