@@ -22,8 +22,10 @@ import (
 // fires; Drain (pacing gain 0.35 ≈ 1/2.885) empties the queue Startup made; ProbeBW cycles DOWN
 // (0.9, until in flight ≤ BDP), CRUISE (1.0), REFILL (1.0, one round), UP (1.25, cwnd gain 2.25)
 // with a probe every 2–3 s (randomised) or every min(BDP in packets, 63) rounds, whichever comes
-// first (Reno coexistence); ProbeRTT (every 5 s without a new minimum: in flight ≤ BDP/2 for
-// 200 ms and one round) refreshes RTprop.
+// first (Reno coexistence); a probe that follows one that found excessive loss stops at
+// inflight_hi, and passes it only in a new probe once its ACKs showed no excessive loss (Linux
+// BBRv3's and Chromium BBR2's stopped risky probe); ProbeRTT (every 5 s without a new minimum:
+// in flight ≤ BDP/2 for 200 ms and one round) refreshes RTprop.
 //
 // Departure from the draft, the only one in the algorithm: loss is congestion only when it
 // exceeds the path's background loss rate. The draft takes any loss in a round for congestion
@@ -106,6 +108,8 @@ type BBR struct {
 	ackPhase           bbrACKPhase
 	cwndLimited        bool
 	probeLostTx        float64 // the largest flight a packet declared lost since the probe began left in
+	prevProbeTooHigh   bool    // the last probe ended on excessive loss (Linux BBRv3 prev_probe_too_high)
+	stoppedRiskyProbe  bool    // the last probe stopped at inflight_hi instead of passing it
 
 	// ProbeRTT (draft §4.3.4).
 	probeRTTDone      time.Time
