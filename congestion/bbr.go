@@ -41,9 +41,10 @@ import (
 // bounds the flight within a round or two, while random loss of a few percent does not shrink it.
 //
 // Adaptations to UDT, not changes of the algorithm: UDT4's initial window of 16 packets (spec
-// §5.2) instead of TCP's 10; the first pacing rate assumes a 1 ms RTT, as the draft does without
-// an RTT sample; a retransmission timeout saves the window and lets one packet beyond the flight
-// out until ACKs return (the draft's §4.6.4.4), since UDT's EXP re-sends the flight itself.
+// §5.2) instead of TCP's 10; the first pacing rate uses the handshake's RTT (Params.RTT) as the
+// draft's BBRInitPacingRate uses the SYN exchange's SRTT, or 1 ms without one, as the draft does;
+// a retransmission timeout saves the window and lets one packet beyond the flight out until ACKs
+// return (the draft's §4.6.4.4), since UDT's EXP re-sends the flight itself.
 //
 // The controller only computes; BBR reads no clock. Windows are in bytes of datagram (MSS − 28);
 // State reports packets.
@@ -239,7 +240,11 @@ func (b *BBR) Init(now time.Time, p Params) {
 	b.inflightHi, b.inflightLo, b.bwLo = math.Inf(1), math.Inf(1), math.Inf(1)
 	b.extraStart = now
 	b.enterStartup()
-	b.pacingRate = bbrStartupPacingGain * b.cwnd / bbrNominalRTT.Seconds()
+	rtt := bbrNominalRTT
+	if p.RTT > 0 {
+		rtt = p.RTT
+	}
+	b.pacingRate = bbrStartupPacingGain * b.cwnd / rtt.Seconds()
 }
 
 // State reports the pacing period for a full packet and the window in packets.

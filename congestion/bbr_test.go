@@ -96,3 +96,18 @@ func TestBBRStartupPlateau(t *testing.T) {
 		t.Errorf("Startup ended in round %d, want three rounds after the plateau (%d)", exited, plateau)
 	}
 }
+
+// The first window is paced over the handshake's RTT at Startup's gain (the draft's
+// BBRInitPacingRate with the SYN exchange's SRTT), or over the nominal 1 ms without one.
+func TestBBRInitPacingFromHandshakeRTT(t *testing.T) {
+	for _, tc := range []struct{ rtt, nominal time.Duration }{{0, time.Millisecond}, {100 * time.Millisecond, 100 * time.Millisecond}} {
+		b := NewBBR()
+		b.Init(time.Now(), Params{MSS: 1500, RTT: tc.rtt})
+		st := b.State()
+		// 16 packets per nominal RTT, times 2.77.
+		want := time.Duration(float64(tc.nominal) / (16 * 2.77))
+		if d := st.Period - want; d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("RTT %v: first period %v, want %v", tc.rtt, st.Period, want)
+		}
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/simnet"
 )
@@ -233,4 +235,47 @@ func TestSocketClosedUnderneath(t *testing.T) {
 		}
 		lone.Close()
 	})
+}
+
+// paramsRecorder is a controller that records the Params it was given.
+type paramsRecorder struct {
+	congestion.Controller
+	got chan<- congestion.Params
+}
+
+func (r *paramsRecorder) Init(now time.Time, p congestion.Params) {
+	r.got <- p
+	r.Controller.Init(now, p)
+}
+
+// The dialing side's controller learns the handshake's round trip (congestion.Params.RTT): the
+// path's RTT, measured from the request sent once to its reply; the listening side, which keeps
+// no state between the cookie exchange's two halves, reports none.
+func TestHandshakeRTT(t *testing.T) {
+	for _, oneWay := range []time.Duration{3 * time.Millisecond, 40 * time.Millisecond} {
+		t.Run(oneWay.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				link := simnet.LinkConfig{Delay: oneWay}
+				p := simnet.NewPair(1, link, link)
+				defer p.Close()
+				got := make(chan congestion.Params, 2)
+				cfg := simConfig()
+				cfg.Congestion = func() congestion.Controller {
+					return &paramsRecorder{Controller: congestion.NewBBR(), got: got}
+				}
+				c, s := simConns(t, p, cfg)
+				defer c.Close()
+				defer s.Close()
+				var rtts []time.Duration
+				for range 2 {
+					rtts = append(rtts, (<-got).RTT)
+				}
+				slices.Sort(rtts)
+				// Virtual time: the simulated path is the only delay, so the figure is exact.
+				if want := []time.Duration{0, 2 * oneWay}; !slices.Equal(rtts, want) {
+					t.Fatalf("Params.RTT of the two ends: %v, want %v (listener, dialer)", rtts, want)
+				}
+			})
+		})
+	}
 }

@@ -166,7 +166,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.lastACKTime, e.lastFullACK = t, t
 
 	e.tr = newTracing(&cfg)
-	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
+	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN, RTT: max(cfg.HandshakeRTT, 0)})
 	e.period = -1 // force the first SetInterval
 	e.applyCC()
 	return e
