@@ -256,13 +256,14 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 
 // The timer ACK leaves with the first data packet that arrives once the ACK period has passed,
 // so that its time is that packet's arrival (a sender's delivery-rate samples assume as much);
-// the timer sends it itself only after a whole period without data, rounded up to whole periods.
+// the timer sends it itself only after a whole period without data, rounded up to a quarter
+// period.
 func TestTimerACKLeavesOnArrival(t *testing.T) {
 	start := time.Unix(100, 0)
 	const isn = 1000
 	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: start}, start)
 	c := capture{e}
-	at := func(ms int) time.Time { return start.Add(time.Duration(ms) * time.Millisecond) }
+	at := func(us int) time.Time { return start.Add(time.Duration(us) * time.Microsecond) }
 	acks := func() []packet.ACK {
 		var out []packet.ACK
 		for _, p := range c.take() {
@@ -275,31 +276,32 @@ func TestTimerACKLeavesOnArrival(t *testing.T) {
 	}
 	// The period is SYN (10 ms) before an RTT sample. Packets at 1, 4 and 7 ms.
 	for i, ms := range []int{1, 4, 7} {
-		e.HandlePacket(at(ms), dataPkt(sqAdd(isn, i), 7, e.payloadSize))
+		e.HandlePacket(at(ms*1000), dataPkt(sqAdd(isn, i), 7, e.payloadSize))
 	}
-	if e.NextTimer().Before(at(20)) {
-		t.Fatalf("next timer %v after the start, want 20 ms (a period after the last ACK, rounded up past 7 + 10 ms)", e.NextTimer().Sub(start))
+	// 7 ms + a period, on the 2.5 ms grid from the last ACK (at the start).
+	if got := e.NextTimer(); !got.Equal(at(17500)) {
+		t.Fatalf("next timer %v after the start, want 17.5 ms", got.Sub(start))
 	}
-	e.OnTimer(at(10))
+	e.OnTimer(at(10000))
 	if a := acks(); len(a) != 0 {
 		t.Fatalf("the timer sent %d ACKs at 10 ms while data was arriving, want none", len(a))
 	}
-	e.HandlePacket(at(11), dataPkt(sqAdd(isn, 3), 7, e.payloadSize))
+	e.HandlePacket(at(11000), dataPkt(sqAdd(isn, 3), 7, e.payloadSize))
 	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 4) {
 		t.Fatalf("ACKs on the arrival at 11 ms: %+v, want one acknowledging 4 packets", a)
 	}
-	// The flight ends at 14 ms: the timer sends its ACK a whole period later, on the period grid
-	// of the last ACK (11 + 2·10 ms).
-	e.HandlePacket(at(14), dataPkt(sqAdd(isn, 4), 7, e.payloadSize))
-	if got := e.NextTimer(); !got.Equal(at(31)) {
-		t.Fatalf("next timer %v after the start, want 31 ms", got.Sub(start))
+	// The flight ends at 14 ms: the timer sends its ACK a period later, rounded up to the grid
+	// of the last ACK (11 + 10 + 2·2.5 ms).
+	e.HandlePacket(at(14000), dataPkt(sqAdd(isn, 4), 7, e.payloadSize))
+	if got := e.NextTimer(); !got.Equal(at(26000)) {
+		t.Fatalf("next timer %v after the start, want 26 ms", got.Sub(start))
 	}
-	e.OnTimer(at(21))
+	e.OnTimer(at(21000))
 	if a := acks(); len(a) != 0 {
 		t.Fatalf("%d ACKs at 21 ms, 7 ms after the last packet; want none", len(a))
 	}
-	e.OnTimer(at(31))
+	e.OnTimer(at(26000))
 	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 5) {
-		t.Fatalf("ACKs at 31 ms: %+v, want one acknowledging 5 packets", a)
+		t.Fatalf("ACKs at 26 ms: %+v, want one acknowledging 5 packets", a)
 	}
 }

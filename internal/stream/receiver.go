@@ -95,6 +95,11 @@ func (e *Endpoint) ackPeriod() time.Duration {
 	return p
 }
 
+// ackQuietGrid divides the ACK period into the steps by which the timer ACK's deadline follows
+// the last data packet (ackDue): a quarter, so the timer fires between one and 1.25 periods after
+// it and its deadline moves at most four times a period, however fast the packets arrive.
+const ackQuietGrid = 4
+
 // minACKPeriod is the shortest timer-ACK period: UDT4's timer granularity, 1 ms (spec §4.1).
 const minACKPeriod = time.Millisecond
 
@@ -111,13 +116,13 @@ const minACKPeriod = time.Millisecond
 // worker checks the timers after each packet it processes), and the timer itself sends it only
 // once no data packet has arrived for a whole period: the flight has ended, and its last packets
 // wait at most one period more than they would for a plain timer. That deadline is rounded up to
-// a whole number of periods after the last ACK, so that it moves once per ACK, not with every
-// packet (each move re-arms the connection's runtime timer).
+// a quarter period after the last ACK (ackQuietGrid), so that it moves a few times a period, not
+// with every packet (each move re-arms the connection's runtime timer).
 func (e *Endpoint) ackDue() (time.Duration, bool) {
 	d, ok := e.arrivalACKDue()
 	if ok && !e.ackForce && e.rcv.AckSeq() != e.rcvLastAck {
-		if p, quiet := e.ackPeriod(), e.lastData+e.ackPeriod(); quiet > d {
-			d += (quiet - d + p - 1) / p * p
+		if g, quiet := e.ackPeriod()/ackQuietGrid, e.lastData+e.ackPeriod(); quiet > d {
+			d += (quiet - d + g - 1) / g * g
 		}
 	}
 	return d, ok
