@@ -121,7 +121,7 @@ const minACKPeriod = time.Millisecond
 func (e *Endpoint) ackDue() (time.Duration, bool) {
 	d, ok := e.arrivalACKDue()
 	if ok && !e.ackForce && e.rcv.AckSeq() != e.rcvLastAck {
-		if g, quiet := e.ackPeriod()/ackQuietGrid, e.lastData+e.ackPeriod(); quiet > d {
+		if g, quiet := max(e.ackPeriod()/ackQuietGrid, 1), e.lastData+e.ackPeriod(); quiet > d {
 			d += (quiet - d + g - 1) / g * g
 		}
 	}
