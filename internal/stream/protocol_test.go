@@ -305,3 +305,36 @@ func TestTimerACKLeavesOnArrival(t *testing.T) {
 		t.Fatalf("ACKs at 26 ms: %+v, want one acknowledging 5 packets", a)
 	}
 }
+
+// tinyACKPeriod is a controller asking for a 1 ns ACK period.
+type tinyACKPeriod struct{ fixedCC }
+
+func (c *tinyACKPeriod) State() congestion.State {
+	st := c.fixedCC.State()
+	st.ACKPeriod = time.Nanosecond
+	return st
+}
+
+// A controller's ACK period too short to divide into steps still gives a timer deadline (no
+// division by zero) and an ACK per arrival.
+func TestTinyACKPeriod(t *testing.T) {
+	start := time.Unix(100, 0)
+	cc := &tinyACKPeriod{fixedCC{period: time.Millisecond, window: 16}}
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: 1000, RecvBuffer: 1000, Start: start, Controller: cc}, start)
+	c := capture{e}
+	for i := range 3 {
+		now := start.Add(time.Duration(i+1) * time.Microsecond)
+		e.HandlePacket(now, dataPkt(sqAdd(1000, i), 7, e.payloadSize))
+		_ = e.NextTimer()
+		e.OnTimer(now.Add(time.Nanosecond))
+	}
+	n := 0
+	for _, p := range c.take() {
+		if typ, _ := packet.Type(p); typ == packet.TypeACK {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d ACKs for 3 packets with a 1 ns ACK period, want 3", n)
+	}
+}
