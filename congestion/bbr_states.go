@@ -196,13 +196,12 @@ func (b *BBR) updateProbeBWCyclePhase(now time.Time, d Delivery, rate float64) {
 			b.startProbeBWUp(now, rate)
 		}
 	case bbrProbeBWUp:
-		done := false
-		if b.prevProbeTooHigh && float64(b.inflight) >= b.inflightHi {
-			// The last probe found loss beyond inflight_hi: stop at it this time and let its
-			// ACKs show whether it is still safe (Linux BBRv3 and Chromium's BBR2: a stopped
-			// risky probe).
+		// After a probe that found loss beyond inflight_hi, stop at it this time and let the
+		// ACKs show whether it is still safe (Linux BBRv3 and Chromium's BBR2: a stopped risky
+		// probe).
+		done := b.prevProbeTooHigh && float64(b.inflight) >= b.inflightHi
+		if done {
 			b.stoppedRiskyProbe = true
-			done = true
 		} else {
 			done = b.checkTimeToGoDown(rate)
 		}

@@ -272,10 +272,12 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 				if hs.SocketID != id || hs.ISN != isn {
 					continue
 				}
-				sample()
+				if req.ReqType == packet.ReqConnect {
+					sample()
+					sends = 0
+				} // else a duplicate: the resend below makes the final reply ambiguous (Karn)
 				req.Cookie = hs.Cookie
 				req.ReqType = packet.ReqResponse
-				sends = 0
 				send()
 			case packet.ReqRejected:
 				if hs.SocketID != id {

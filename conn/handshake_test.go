@@ -279,3 +279,52 @@ func TestHandshakeRTT(t *testing.T) {
 		})
 	}
 }
+
+// A duplicated cookie reply makes Dial resend its conclusion, so the final reply may answer
+// either copy: the handshake RTT then comes from the cookie exchange alone (Karn's rule).
+func TestHandshakeRTTDuplicateCookie(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const oneWay = 10 * time.Millisecond
+		link := simnet.LinkConfig{Delay: oneWay}
+		p := simnet.NewPair(1, link, link)
+		defer p.Close()
+		go func() { // a server that sends each cookie reply twice, 5 ms apart
+			b := make([]byte, 2048)
+			var out [packet.HandshakeSize]byte
+			for {
+				n, from, err := p.B.ReadFromUDPAddrPort(b)
+				if err != nil {
+					return
+				}
+				var hs packet.Handshake
+				if hs.Decode(b[:n]) != nil {
+					continue
+				}
+				if hs.ReqType == packet.ReqConnect {
+					hs.Cookie, hs.DstSocketID = 12345, hs.SocketID
+					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+					time.Sleep(5 * time.Millisecond)
+					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+					continue
+				}
+				hs.DstSocketID, hs.SocketID = hs.SocketID, 99
+				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+			}
+		}()
+		got := make(chan congestion.Params, 1)
+		cfg := simConfig()
+		cfg.Congestion = func() congestion.Controller {
+			return &paramsRecorder{Controller: congestion.NewBBR(), got: got}
+		}
+		c, err := DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The cookie reply took 2·oneWay; the conclusion resent 5 ms after the first would read
+		// 15 ms if its reply were dated from the resend.
+		if rtt := (<-got).RTT; rtt != 2*oneWay {
+			t.Fatalf("Params.RTT %v, want %v (the cookie exchange's)", rtt, 2*oneWay)
+		}
+	})
+}

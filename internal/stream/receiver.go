@@ -121,7 +121,9 @@ const minACKPeriod = time.Millisecond
 func (e *Endpoint) ackDue() (time.Duration, bool) {
 	d, ok := e.arrivalACKDue()
 	if ok && !e.ackForce && e.rcv.AckSeq() != e.rcvLastAck {
-		if g, quiet := max(e.ackPeriod()/ackQuietGrid, 1), e.lastData+e.ackPeriod(); quiet > d {
+		p := e.ackPeriod()
+		if quiet := e.lastData + p; quiet > d {
+			g := max(p/ackQuietGrid, 1)
 			d += (quiet - d + g - 1) / g * g
 		}
 	}
@@ -148,9 +150,9 @@ func (e *Endpoint) arrivalACKDue() (time.Duration, bool) {
 // checkACK sends the timer ACK if it is due: on a packet's arrival (arrival true) once the ACK
 // period has passed, from OnTimer at ackDue.
 func (e *Endpoint) checkACK(t time.Duration, now time.Time, arrival bool) {
-	due, ok := e.ackDue()
-	if arrival {
-		due, ok = e.arrivalACKDue()
+	due, ok := e.arrivalACKDue()
+	if !arrival {
+		due, ok = e.ackDue()
 	}
 	if ok && due <= t {
 		e.sendACK(t, now)
