@@ -96,29 +96,33 @@ type connParams struct {
 	mss            int
 	peerFlowWindow int
 	peer           netip.AddrPort
-	server         bool // accepted by a Listener
+	server         bool   // accepted by a Listener
+	rendezvous     bool   // made by Rendezvous (Conn.rendezvous)
+	hsReply        []byte // the handshake answer, set before the connection is reachable (Conn.hsReply)
 }
 
 // newConn builds an established connection on m and registers it for dispatch.
 // The caller holds a mux reference for it (released by finish).
 func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c := &Conn{
-		mux:      m,
-		cfg:      *cfg,
-		id:       p.id,
-		peerID:   p.peerID,
-		peer:     p.peer,
-		raddr:    net.UDPAddrFromAddrPort(p.peer),
-		isn:      p.isn,
-		mss:      p.mss,
-		readable: make(chan struct{}, 1),
-		writable: make(chan struct{}, 1),
-		closing:  make(chan struct{}),
-		finished: make(chan struct{}),
-		dead:     make(chan struct{}),
-		wsem:     make(chan struct{}, 1),
-		rdl:      newDeadline(),
-		wdl:      newDeadline(),
+		mux:        m,
+		cfg:        *cfg,
+		id:         p.id,
+		peerID:     p.peerID,
+		peer:       p.peer,
+		raddr:      net.UDPAddrFromAddrPort(p.peer),
+		isn:        p.isn,
+		mss:        p.mss,
+		hsReply:    p.hsReply,
+		rendezvous: p.rendezvous,
+		readable:   make(chan struct{}, 1),
+		writable:   make(chan struct{}, 1),
+		closing:    make(chan struct{}),
+		finished:   make(chan struct{}),
+		dead:       make(chan struct{}),
+		wsem:       make(chan struct{}, 1),
+		rdl:        newDeadline(),
+		wdl:        newDeadline(),
 	}
 	c.dataFlow.c = c
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)

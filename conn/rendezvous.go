@@ -194,10 +194,10 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*
 		resp.ReqType = packet.ReqRendezvousResponse
 		resp.FlowWindow = uint32(cfg.recvWindow(mss))
 		resp.DstSocketID = peerHS.SocketID
-		c := m.newRegisteredConnFromDialer(cfg, p, time.Now())
-		c.rendezvous = true
-		c.hsReply = encodeHandshake(make([]byte, 0, packet.HandshakeSize), &resp)
-		return c
+		// Set before the connection is registered: the socket's reader answers handshakes with
+		// them as soon as it can see the connection.
+		p.rendezvous, p.hsReply = true, encodeHandshake(make([]byte, 0, packet.HandshakeSize), &resp)
+		return m.newRegisteredConnFromDialer(cfg, p, time.Now())
 	}
 
 	timeout := time.NewTimer(cfg.rdvTimeout)
