@@ -22,8 +22,10 @@ import (
 // fires; Drain (pacing gain 0.35 ≈ 1/2.885) empties the queue Startup made; ProbeBW cycles DOWN
 // (0.9, until in flight ≤ BDP), CRUISE (1.0), REFILL (1.0, one round), UP (1.25, cwnd gain 2.25)
 // with a probe every 2–3 s (randomised) or every min(BDP in packets, 63) rounds, whichever comes
-// first (Reno coexistence); ProbeRTT (every 5 s without a new minimum: in flight ≤ BDP/2 for
-// 200 ms and one round) refreshes RTprop.
+// first (Reno coexistence); a probe that follows one that found excessive loss stops at
+// inflight_hi, and passes it only in a new probe once its ACKs showed no excessive loss (Linux
+// BBRv3's and Chromium BBR2's stopped risky probe); ProbeRTT (every 5 s without a new minimum:
+// in flight ≤ BDP/2 for 200 ms and one round) refreshes RTprop.
 //
 // Departure from the draft, the only one in the algorithm: loss is congestion only when it
 // exceeds the path's background loss rate. The draft takes any loss in a round for congestion
@@ -39,9 +41,10 @@ import (
 // bounds the flight within a round or two, while random loss of a few percent does not shrink it.
 //
 // Adaptations to UDT, not changes of the algorithm: UDT4's initial window of 16 packets (spec
-// §5.2) instead of TCP's 10; the first pacing rate assumes a 1 ms RTT, as the draft does without
-// an RTT sample; a retransmission timeout saves the window and lets one packet beyond the flight
-// out until ACKs return (the draft's §4.6.4.4), since UDT's EXP re-sends the flight itself.
+// §5.2) instead of TCP's 10; the first pacing rate uses the handshake's RTT (Params.RTT) as the
+// draft's BBRInitPacingRate uses the SYN exchange's SRTT, or 1 ms without one, as the draft does;
+// a retransmission timeout saves the window and lets one packet beyond the flight out until ACKs
+// return (the draft's §4.6.4.4), since UDT's EXP re-sends the flight itself.
 //
 // The controller only computes; BBR reads no clock. Windows are in bytes of datagram (MSS − 28);
 // State reports packets.
@@ -106,6 +109,8 @@ type BBR struct {
 	ackPhase           bbrACKPhase
 	cwndLimited        bool
 	probeLostTx        float64 // the largest flight a packet declared lost since the probe began left in
+	prevProbeTooHigh   bool    // the last probe ended on excessive loss (Linux BBRv3 prev_probe_too_high)
+	stoppedRiskyProbe  bool    // the last probe stopped at inflight_hi instead of passing it
 
 	// ProbeRTT (draft §4.3.4).
 	probeRTTDone      time.Time
@@ -235,7 +240,11 @@ func (b *BBR) Init(now time.Time, p Params) {
 	b.inflightHi, b.inflightLo, b.bwLo = math.Inf(1), math.Inf(1), math.Inf(1)
 	b.extraStart = now
 	b.enterStartup()
-	b.pacingRate = bbrStartupPacingGain * b.cwnd / bbrNominalRTT.Seconds()
+	rtt := bbrNominalRTT
+	if p.RTT > 0 {
+		rtt = p.RTT
+	}
+	b.pacingRate = bbrStartupPacingGain * b.cwnd / rtt.Seconds()
 }
 
 // State reports the pacing period for a full packet and the window in packets.

@@ -176,8 +176,7 @@ func (b *BBR) updateProbeBWCyclePhase(now time.Time, d Delivery, rate float64) {
 	if !b.filledPipe {
 		return
 	}
-	b.adaptUpperBounds(now, d, rate)
-	if !b.state.probeBW() {
+	if b.adaptUpperBounds(now, d, rate) || !b.state.probeBW() {
 		return
 	}
 	switch b.state {
@@ -197,14 +196,25 @@ func (b *BBR) updateProbeBWCyclePhase(now time.Time, d Delivery, rate float64) {
 			b.startProbeBWUp(now, rate)
 		}
 	case bbrProbeBWUp:
-		if b.checkTimeToGoDown(rate) {
+		// After a probe that found loss beyond inflight_hi, stop at it this time and let the
+		// ACKs show whether it is still safe (Linux BBRv3 and Chromium's BBR2: a stopped risky
+		// probe).
+		done := b.prevProbeTooHigh && float64(b.inflight) >= b.inflightHi
+		if done {
+			b.stoppedRiskyProbe = true
+		} else {
+			done = b.checkTimeToGoDown(rate)
+		}
+		if done {
+			b.prevProbeTooHigh = false
 			b.startProbeBWDown(now)
 		}
 	}
 }
 
-// adaptUpperBounds maintains inflight_hi from the probe's feedback (draft §4.5.10.2).
-func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
+// adaptUpperBounds maintains inflight_hi from the probe's feedback (draft §4.5.10.2) and reports
+// whether it started a new probe.
+func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) bool {
 	if b.ackPhase == acksProbeStarting && b.roundStart {
 		b.ackPhase = acksProbeFeedback // the probe's own packets are being acknowledged now
 	}
@@ -214,9 +224,17 @@ func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
 		if b.state.probeBW() && !d.AppLimited {
 			b.advanceMaxBwFilter()
 		}
+		if b.state.probeBW() && b.stoppedRiskyProbe && !b.prevProbeTooHigh {
+			// The stopped probe's ACKs are all in and none was too lossy: inflight_hi held,
+			// so probe again at once, holding at it for a round before passing it (Linux BBRv3,
+			// bbr_adapt_upper_bounds).
+			b.startProbeBWRefill()
+			return true
+		}
 	}
 	if b.bwProbeSamples && b.inflightTooHigh(now, d) {
 		b.undo.arm(b, d)
+		b.prevProbeTooHigh = true
 		b.bwProbeSamples = false
 		if !d.AppLimited {
 			b.inflightHi = max(float64(d.TxInFlight), b.probeLostTx, bbrBeta*b.targetInflight())
@@ -224,10 +242,10 @@ func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
 		if b.state == bbrProbeBWUp {
 			b.startProbeBWDown(now)
 		}
-		return
+		return false
 	}
 	if math.IsInf(b.inflightHi, 1) {
-		return
+		return false
 	}
 	if float64(d.TxInFlight) > b.inflightHi {
 		b.inflightHi = float64(d.TxInFlight)
@@ -235,6 +253,7 @@ func (b *BBR) adaptUpperBounds(now time.Time, d Delivery, rate float64) {
 	if b.state == bbrProbeBWUp {
 		b.probeInflightHiUpward(d)
 	}
+	return false
 }
 
 // targetInflight is the draft's BBRTargetInflight: min(BDP, cwnd).
@@ -308,6 +327,7 @@ func (b *BBR) startProbeBWDown(now time.Time) {
 
 func (b *BBR) startProbeBWRefill() {
 	b.steadySince = time.Time{}
+	b.stoppedRiskyProbe = false
 	b.probeLostTx = 0
 	b.resetLowerBounds()
 	b.probeUpRounds, b.probeUpAcked = 0, 0

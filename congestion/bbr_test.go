@@ -96,3 +96,69 @@ func TestBBRStartupPlateau(t *testing.T) {
 		t.Errorf("Startup ended in round %d, want three rounds after the plateau (%d)", exited, plateau)
 	}
 }
+
+// The first window is paced over the handshake's RTT at Startup's gain (the draft's
+// BBRInitPacingRate with the SYN exchange's SRTT), or over the nominal 1 ms without one.
+func TestBBRInitPacingFromHandshakeRTT(t *testing.T) {
+	for _, tc := range []struct{ rtt, nominal time.Duration }{{0, time.Millisecond}, {100 * time.Millisecond, 100 * time.Millisecond}} {
+		b := NewBBR()
+		b.Init(time.Now(), Params{MSS: 1500, RTT: tc.rtt})
+		st := b.State()
+		// 16 packets per nominal RTT, times 2.77.
+		want := time.Duration(float64(tc.nominal) / (16 * 2.77))
+		if d := st.Period - want; d < -time.Microsecond || d > time.Microsecond {
+			t.Errorf("RTT %v: first period %v, want %v", tc.rtt, st.Period, want)
+		}
+	}
+}
+
+// A probe that follows one which found excessive loss stops once the flight reaches inflight_hi
+// (a stopped risky probe), and a new probe starts at once when that probe's ACKs come back
+// without excessive loss; a probe after a clean one keeps probing past inflight_hi while the
+// window limits it (Linux BBRv3 bbr_update_cycle_phase and bbr_adapt_upper_bounds).
+func TestBBRStoppedRiskyProbe(t *testing.T) {
+	const pkt = 1472
+	rtt := 20 * time.Millisecond
+	for _, prevTooHigh := range []bool{true, false} {
+		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+		b.Init(t0, Params{MSS: 1500})
+		now, total := t0, int64(0)
+		deliver := func(inflight int64) {
+			prior := total
+			d := int64(100 * pkt)
+			total += d
+			now = now.Add(rtt)
+			b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
+				NewlyDelivered: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
+				CwndLimited: true, PacketSize: pkt})
+		}
+		for range 30 { // through Startup and Drain into ProbeBW
+			deliver(100 * pkt)
+		}
+		if !b.state.probeBW() {
+			t.Fatalf("state %v after 30 rounds, want ProbeBW", b.state)
+		}
+		b.startProbeBWRefill()
+		deliver(100 * pkt) // REFILL's round ends: UP
+		if b.state != bbrProbeBWUp {
+			t.Fatalf("state %v after REFILL's round, want ProbeBW_UP", b.state)
+		}
+		b.prevProbeTooHigh = prevTooHigh
+		b.inflightHi = 100 * pkt
+		b.cwnd = b.inflightHi
+		deliver(100 * pkt) // the flight is at inflight_hi
+		if !prevTooHigh {
+			if b.state != bbrProbeBWUp {
+				t.Fatalf("after a clean probe: state %v at inflight_hi, want ProbeBW_UP", b.state)
+			}
+			continue
+		}
+		if b.state != bbrProbeBWDown || !b.stoppedRiskyProbe {
+			t.Fatalf("after a lossy probe: state %v, stopped %v at inflight_hi, want ProbeBW_DOWN, stopped", b.state, b.stoppedRiskyProbe)
+		}
+		deliver(90 * pkt) // the stopped probe's round ends with no loss
+		if b.state != bbrProbeBWRefill {
+			t.Fatalf("state %v when the stopped probe's ACKs were in, want ProbeBW_REFILL", b.state)
+		}
+	}
+}

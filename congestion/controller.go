@@ -31,6 +31,11 @@ type Params struct {
 	MSS        int    // maximum segment size in bytes, IP and UDP headers included (UDT_MSS, default 1500)
 	FlowWindow int    // the peer's flow window in packets (UDT_FC, default 25600)
 	ISN        uint32 // the sender's initial sequence number (31 bits)
+	// RTT is the round-trip time the connection's handshake measured: from a handshake request
+	// sent once to the reply it drew (Karn's rule), 0 if there is none (the listening side, whose
+	// cookie exchange keeps no state; a rendezvous connection; a request that was resent). TCP seeds its RTT estimate from the SYN exchange the same way
+	// (RFC 6298 §2); BBR paces its first window with it (draft-ietf-ccwg-bbr §4.2.1).
+	RTT time.Duration
 }
 
 // ACK is an acknowledgement as the sender sees it (spec §2.3, §6.3). As in UDT4, only ACKs that

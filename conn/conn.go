@@ -95,6 +95,7 @@ type connParams struct {
 	isn, peerISN   uint32
 	mss            int
 	peerFlowWindow int
+	handshakeRTT   time.Duration // Dial's handshake round trip, 0 if unknown (congestion.Params.RTT)
 	peer           netip.AddrPort
 	server         bool   // accepted by a Listener
 	rendezvous     bool   // made by Rendezvous (Conn.rendezvous)
@@ -137,6 +138,7 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 		PeerISN:         p.peerISN,
 		MSS:             p.mss,
 		PeerFlowWindow:  p.peerFlowWindow,
+		HandshakeRTT:    p.handshakeRTT,
 		SendBuffer:      cfg.SendBuffer,
 		RecvBuffer:      cfg.RecvBuffer / payloadSize(p.mss),
 		Controller:      ctl,

@@ -239,7 +239,19 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 	}
 	req.SetPeerAddr(peer.Addr())
 	var out [packet.HandshakeSize]byte
+	// The handshake's RTT (congestion.Params.RTT): from the current request, if it was sent
+	// only once, to its reply.
+	var sentAt time.Time
+	sends := 0
+	var hsRTT time.Duration
+	sample := func() {
+		if sends == 1 {
+			hsRTT = time.Since(sentAt)
+		}
+	}
 	send := func() {
+		sends++
+		sentAt = time.Now()
 		m.writeTo(encodeHandshake(out[:], &req), peer, raddr)
 		if m.reportsPending.Load() {
 			m.drainReports() // an ICMP report may be this Dial's refusal
@@ -260,6 +272,10 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 				if hs.SocketID != id || hs.ISN != isn {
 					continue
 				}
+				if req.ReqType == packet.ReqConnect {
+					sample()
+					sends = 0
+				} // else a duplicate: the resend below makes the final reply ambiguous (Karn)
 				req.Cookie = hs.Cookie
 				req.ReqType = packet.ReqResponse
 				send()
@@ -278,7 +294,8 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 					logDial(cfg, raddr, err)
 					return fail(err)
 				}
-				p.id, p.peer = id, peer
+				sample()
+				p.id, p.peer, p.handshakeRTT = id, peer, hsRTT
 				return m.newRegisteredConnFromDialer(cfg, p, time.Now()), nil
 			}
 		case <-tick.C:

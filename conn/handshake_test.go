@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/simnet"
 )
@@ -232,5 +234,97 @@ func TestSocketClosedUnderneath(t *testing.T) {
 			t.Fatal("Accept succeeded on a closed socket")
 		}
 		lone.Close()
+	})
+}
+
+// paramsRecorder is a controller that records the Params it was given.
+type paramsRecorder struct {
+	congestion.Controller
+	got chan<- congestion.Params
+}
+
+func (r *paramsRecorder) Init(now time.Time, p congestion.Params) {
+	r.got <- p
+	r.Controller.Init(now, p)
+}
+
+// The dialing side's controller learns the handshake's round trip (congestion.Params.RTT): the
+// path's RTT, measured from the request sent once to its reply; the listening side, which keeps
+// no state between the cookie exchange's two halves, reports none.
+func TestHandshakeRTT(t *testing.T) {
+	for _, oneWay := range []time.Duration{3 * time.Millisecond, 40 * time.Millisecond} {
+		t.Run(oneWay.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				link := simnet.LinkConfig{Delay: oneWay}
+				p := simnet.NewPair(1, link, link)
+				defer p.Close()
+				got := make(chan congestion.Params, 2)
+				cfg := simConfig()
+				cfg.Congestion = func() congestion.Controller {
+					return &paramsRecorder{Controller: congestion.NewBBR(), got: got}
+				}
+				c, s := simConns(t, p, cfg)
+				defer c.Close()
+				defer s.Close()
+				var rtts []time.Duration
+				for range 2 {
+					rtts = append(rtts, (<-got).RTT)
+				}
+				slices.Sort(rtts)
+				// Virtual time: the simulated path is the only delay, so the figure is exact.
+				if want := []time.Duration{0, 2 * oneWay}; !slices.Equal(rtts, want) {
+					t.Fatalf("Params.RTT of the two ends: %v, want %v (listener, dialer)", rtts, want)
+				}
+			})
+		})
+	}
+}
+
+// A duplicated cookie reply makes Dial resend its conclusion, so the final reply may answer
+// either copy: the handshake RTT then comes from the cookie exchange alone (Karn's rule).
+func TestHandshakeRTTDuplicateCookie(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const oneWay = 10 * time.Millisecond
+		link := simnet.LinkConfig{Delay: oneWay}
+		p := simnet.NewPair(1, link, link)
+		defer p.Close()
+		go func() { // a server that sends each cookie reply twice, 5 ms apart
+			b := make([]byte, 2048)
+			var out [packet.HandshakeSize]byte
+			for {
+				n, from, err := p.B.ReadFromUDPAddrPort(b)
+				if err != nil {
+					return
+				}
+				var hs packet.Handshake
+				if hs.Decode(b[:n]) != nil {
+					continue
+				}
+				if hs.ReqType == packet.ReqConnect {
+					hs.Cookie, hs.DstSocketID = 12345, hs.SocketID
+					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+					time.Sleep(5 * time.Millisecond)
+					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+					continue
+				}
+				hs.DstSocketID, hs.SocketID = hs.SocketID, 99
+				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+			}
+		}()
+		got := make(chan congestion.Params, 1)
+		cfg := simConfig()
+		cfg.Congestion = func() congestion.Controller {
+			return &paramsRecorder{Controller: congestion.NewBBR(), got: got}
+		}
+		c, err := DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		// The cookie reply took 2·oneWay; the conclusion resent 5 ms after the first would read
+		// 15 ms if its reply were dated from the resend.
+		if rtt := (<-got).RTT; rtt != 2*oneWay {
+			t.Fatalf("Params.RTT %v, want %v (the cookie exchange's)", rtt, 2*oneWay)
+		}
 	})
 }

@@ -56,6 +56,8 @@ type Config struct {
 	// PeerFlowWindow is the peer's flow window from the handshake, in packets (default 25600,
 	// capped at 2^20). It bounds the packets in flight together with the ACKs' buffer field.
 	PeerFlowWindow int
+	// HandshakeRTT is the handshake's round-trip time (congestion.Params.RTT), 0 if unknown.
+	HandshakeRTT time.Duration
 	// SendBuffer is the send buffer in bytes (default 8192·1472), rounded down to whole packets of
 	// MSS−44 payload bytes (at least one); a packet sent short still takes a whole packet's room
 	// until acknowledged (spec §7.1). Memory is taken as used, in 64 KiB pages (internal/buffer).

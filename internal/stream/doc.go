@@ -49,13 +49,16 @@
 //
 // # Timers
 //
-//   - ACK (spec §2.3, §4.4): a full ACK (6 words) when new data has arrived and SYN = 10 ms (or the
-//     controller's shorter ACKPeriod) has passed since the previous ACK; a medium ACK (4 words)
+//   - ACK (spec §2.3, §4.4): an ACK when new data has arrived and the ACK period (SYN = 10 ms; a
+//     quarter of the RTT, at least 1 ms, on paths shorter than 40 ms; or the controller's shorter
+//     ACKPeriod) has passed since the previous ACK, full (6 words) if SYN has; a medium ACK (4 words)
 //     when an ACK is due sooner (after a short packet, as UDT4 does, or every ACKInterval packets
 //     if the controller asks); a light ACK (1 word) every 64 data packets in between. An ACK not
 //     yet confirmed by ACK2 is repeated after max(SYN, RTT + 4·RTTVar), doubling for each repeat
 //     of the same number (at most ×128). Not armed when everything received has been acknowledged
-//     and confirmed.
+//     and confirmed. The period's ACK leaves with the first data packet that arrives after it
+//     (UDT 4.11's receiver checks its timers after each packet), and from the timer only once no
+//     data packet has arrived for a period (ackDue), so its time is an arrival time.
 //   - Periodic NAK (draft-gg-udt-03 §4.4; removed from UDT 4.9+, restored here): while the
 //     receiver loss list is non-empty, every NAK interval/4 the ranges last reported at least one
 //     NAK interval ago, 4·RTT + RTTVar + SYN, are reported again (lowest first, as many as fit in

@@ -68,6 +68,7 @@ type Endpoint struct {
 	rcvLastAck      seqno.Seq     // ACK number of the last full or medium ACK sent
 	rcvLastAckAck   seqno.Seq     // largest ACK number confirmed by an ACK2
 	lastACKTime     time.Duration // last full or medium ACK sent
+	lastData        time.Duration // last data packet received (the timer ACK's fallback, ackDue)
 	lastFullACK     time.Duration
 	ackForce        bool // an ACK is due at once (short packet, controller interval)
 	rcvLastLen      int  // payload bytes of the last data packet received (a shorter one forces an ACK)
@@ -165,7 +166,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.lastACKTime, e.lastFullACK = t, t
 
 	e.tr = newTracing(&cfg)
-	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN})
+	e.cc.Init(now, congestion.Params{MSS: cfg.MSS, FlowWindow: cfg.PeerFlowWindow, ISN: cfg.ISN, RTT: max(cfg.HandshakeRTT, 0)})
 	e.period = -1 // force the first SetInterval
 	e.applyCC()
 	return e
@@ -312,7 +313,7 @@ func (e *Endpoint) HandlePacket(now time.Time, b []byte) {
 		e.onControl(t, now, b)
 	}
 	if e.active() {
-		e.checkACK(t, now)
+		e.checkACK(t, now, !packet.IsControl(b))
 		e.checkPendingNAK(t, now)
 		e.checkDeferred(t, now)
 	}

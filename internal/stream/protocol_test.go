@@ -253,3 +253,88 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 		t.Fatalf("light ACK: lastAck %d flow %d", e.sndLastAck(), e.flowWindow)
 	}
 }
+
+// The timer ACK leaves with the first data packet that arrives once the ACK period has passed,
+// so that its time is that packet's arrival (a sender's delivery-rate samples assume as much);
+// the timer sends it itself only after a whole period without data, rounded up to a quarter
+// period.
+func TestTimerACKLeavesOnArrival(t *testing.T) {
+	start := time.Unix(100, 0)
+	const isn = 1000
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: start}, start)
+	c := capture{e}
+	at := func(us int) time.Time { return start.Add(time.Duration(us) * time.Microsecond) }
+	acks := func() []packet.ACK {
+		var out []packet.ACK
+		for _, p := range c.take() {
+			var a packet.ACK
+			if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	// The period is SYN (10 ms) before an RTT sample. Packets at 1, 4 and 7 ms.
+	for i, ms := range []int{1, 4, 7} {
+		e.HandlePacket(at(ms*1000), dataPkt(sqAdd(isn, i), 7, e.payloadSize))
+	}
+	// 7 ms + a period, on the 2.5 ms grid from the last ACK (at the start).
+	if got := e.NextTimer(); !got.Equal(at(17500)) {
+		t.Fatalf("next timer %v after the start, want 17.5 ms", got.Sub(start))
+	}
+	e.OnTimer(at(10000))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("the timer sent %d ACKs at 10 ms while data was arriving, want none", len(a))
+	}
+	e.HandlePacket(at(11000), dataPkt(sqAdd(isn, 3), 7, e.payloadSize))
+	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 4) {
+		t.Fatalf("ACKs on the arrival at 11 ms: %+v, want one acknowledging 4 packets", a)
+	}
+	// The flight ends at 14 ms: the timer sends its ACK a period later, rounded up to the grid
+	// of the last ACK (11 + 10 + 2·2.5 ms).
+	e.HandlePacket(at(14000), dataPkt(sqAdd(isn, 4), 7, e.payloadSize))
+	if got := e.NextTimer(); !got.Equal(at(26000)) {
+		t.Fatalf("next timer %v after the start, want 26 ms", got.Sub(start))
+	}
+	e.OnTimer(at(21000))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("%d ACKs at 21 ms, 7 ms after the last packet; want none", len(a))
+	}
+	e.OnTimer(at(26000))
+	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 5) {
+		t.Fatalf("ACKs at 26 ms: %+v, want one acknowledging 5 packets", a)
+	}
+}
+
+// tinyACKPeriod is a controller asking for a 1 ns ACK period.
+type tinyACKPeriod struct{ fixedCC }
+
+func (c *tinyACKPeriod) State() congestion.State {
+	st := c.fixedCC.State()
+	st.ACKPeriod = time.Nanosecond
+	return st
+}
+
+// A controller's ACK period too short to divide into steps still gives a timer deadline (no
+// division by zero) and an ACK per arrival.
+func TestTinyACKPeriod(t *testing.T) {
+	start := time.Unix(100, 0)
+	cc := &tinyACKPeriod{fixedCC{period: time.Millisecond, window: 16}}
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: 1000, RecvBuffer: 1000, Start: start, Controller: cc}, start)
+	c := capture{e}
+	for i := range 3 {
+		now := start.Add(time.Duration(i+1) * time.Microsecond)
+		e.HandlePacket(now, dataPkt(sqAdd(1000, i), 7, e.payloadSize))
+		_ = e.NextTimer()
+		e.OnTimer(now.Add(time.Nanosecond))
+	}
+	n := 0
+	for _, p := range c.take() {
+		if typ, _ := packet.Type(p); typ == packet.TypeACK {
+			n++
+		}
+	}
+	if n != 3 {
+		t.Fatalf("%d ACKs for 3 packets with a 1 ns ACK period, want 3", n)
+	}
+}

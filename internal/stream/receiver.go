@@ -16,7 +16,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 		e.stats.Drops.Malformed++
 		return
 	}
-	e.lastRecv = t
+	e.lastRecv, e.lastData = t, t
 	e.stats.PktRecv++
 	e.cc.OnPacketReceived(now, uint32(seq), len(b))
 	e.arrivals.OnArrival(now, seq)
@@ -95,11 +95,43 @@ func (e *Endpoint) ackPeriod() time.Duration {
 	return p
 }
 
+// ackQuietGrid divides the ACK period into the steps by which the timer ACK's deadline follows
+// the last data packet (ackDue): a quarter, so the timer fires between one and 1.25 periods after
+// it and its deadline moves at most four times a period, however fast the packets arrive.
+const ackQuietGrid = 4
+
 // minACKPeriod is the shortest timer-ACK period: UDT4's timer granularity, 1 ms (spec §4.1).
 const minACKPeriod = time.Millisecond
 
-// ackDue returns when the next timer ACK is due and whether one is armed.
+// ackDue returns when the next timer ACK is due and whether one is armed: the time at which
+// OnTimer sends it. A data packet that arrives once the ACK period has passed sends it sooner, on
+// its arrival (arrivalACKDue).
+//
+// An ACK that leaves on the timer reports packets that arrived up to a period before it, an
+// error a sender's delivery-rate samples cannot see: each sample's ACK interval
+// (draft-cheng-iccrg-delivery-rate-estimation §3.3, which assumes ACKs sent on arrival) is then
+// off by up to one period. On a path of a few packets per round trip that is a fifth of the
+// interval, and BBR's max filter keeps the samples it shortened, above the path's rate. So the
+// timer ACK waits for the next data packet after the period, as UDT 4.11's receiver does (its
+// worker checks the timers after each packet it processes), and the timer itself sends it only
+// once no data packet has arrived for a whole period: the flight has ended, and its last packets
+// wait at most one period more than they would for a plain timer. That deadline is rounded up to
+// a quarter period after the last ACK (ackQuietGrid), so that it moves a few times a period, not
+// with every packet (each move re-arms the connection's runtime timer).
 func (e *Endpoint) ackDue() (time.Duration, bool) {
+	d, ok := e.arrivalACKDue()
+	if ok && !e.ackForce && e.rcv.AckSeq() != e.rcvLastAck {
+		p := e.ackPeriod()
+		if quiet := e.lastData + p; quiet > d {
+			g := max(p/ackQuietGrid, 1)
+			d += (quiet - d + g - 1) / g * g
+		}
+	}
+	return d, ok
+}
+
+// arrivalACKDue is when a data packet's arrival sends the timer ACK, and whether one is armed.
+func (e *Endpoint) arrivalACKDue() (time.Duration, bool) {
 	switch {
 	case e.ackForce:
 		return e.lastACKTime, true
@@ -115,9 +147,14 @@ func (e *Endpoint) ackDue() (time.Duration, bool) {
 	return 0, false
 }
 
-// checkACK sends the timer ACK if it is due.
-func (e *Endpoint) checkACK(t time.Duration, now time.Time) {
-	if d, ok := e.ackDue(); ok && d <= t {
+// checkACK sends the timer ACK if it is due: on a packet's arrival (arrival true) once the ACK
+// period has passed, from OnTimer at ackDue.
+func (e *Endpoint) checkACK(t time.Duration, now time.Time, arrival bool) {
+	due, ok := e.arrivalACKDue()
+	if !arrival {
+		due, ok = e.ackDue()
+	}
+	if ok && due <= t {
 		e.sendACK(t, now)
 	}
 }

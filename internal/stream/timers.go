@@ -49,7 +49,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	if e.checkUnreachable(t) {
 		return
 	}
-	e.checkACK(t, now)
+	e.checkACK(t, now, false)
 	e.checkPendingNAK(t, now)
 	e.checkNAK(t, now)
 	e.checkDeferred(t, now)
