@@ -82,7 +82,15 @@ func sendAndCheck(t *testing.T, w, r net.Conn, size int64, seed byte) {
 	go func() {
 		h := sha256.New()
 		n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(newPattern(seed), size))
-		if cerr := w.Close(); err == nil {
+		// CloseContext says whether the peer acknowledged everything: a close whose linger
+		// passed sends Shutdown too, and the reader then sees io.EOF short of size.
+		var cerr error
+		if cc, ok := w.(interface{ CloseContext(context.Context) error }); ok {
+			cerr = cc.CloseContext(context.Background())
+		} else {
+			cerr = w.Close()
+		}
+		if err == nil {
 			err = cerr
 		}
 		var res result
