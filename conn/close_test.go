@@ -137,3 +137,39 @@ func TestCloseNegativeLinger(t *testing.T) {
 		}
 	})
 }
+
+// A close whose linger passes with a hole in what the peer received: the peer reads every byte
+// before the hole and then an error matching io.ErrUnexpectedEOF inside a *net.OpError, not
+// io.EOF, so that io.Copy and io.ReadAll report the short stream.
+func TestReadTruncatedAfterLinger(t *testing.T) {
+	old := newISN
+	newISN = func() uint32 { return 1000 }
+	defer func() { newISN = old }()
+	synctest.Test(t, func(t *testing.T) {
+		const hole = 1005 // every copy of the client's data packet 1005 is lost
+		ab := simnet.LinkConfig{Delay: 5 * time.Millisecond, Drop: func(b []byte) bool {
+			return len(b) >= 16 && b[0]&0x80 == 0 && uint32(b[0])<<24|uint32(b[1])<<16|uint32(b[2])<<8|uint32(b[3]) == hole
+		}}
+		p := simnet.NewPair(14, ab, simnet.LinkConfig{Delay: 5 * time.Millisecond})
+		defer p.Close()
+		cfg := simConfig()
+		cfg.Linger = 2 * time.Second
+		c, s := simConns(t, p, cfg)
+		src := patternBytes(200_000)
+		if _, err := c.Write(src); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.CloseContext(context.Background()); !errors.Is(err, ErrUnacknowledged) {
+			t.Fatalf("CloseContext: %v, want ErrUnacknowledged", err)
+		}
+		got, err := io.ReadAll(s)
+		var oe *net.OpError
+		if !errors.As(err, &oe) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("ReadAll after %d bytes: %v, want io.ErrUnexpectedEOF inside a *net.OpError", len(got), err)
+		}
+		if len(got) == 0 || !bytes.Equal(got, src[:len(got)]) || len(got) >= len(src) {
+			t.Fatalf("read %d bytes of %d, want a correct prefix", len(got), len(src))
+		}
+		t.Logf("read %d of %d bytes, then %v", len(got), len(src), err)
+	})
+}

@@ -2,6 +2,8 @@ package stream
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -200,5 +202,47 @@ func TestControlQueueBound(t *testing.T) {
 	}
 	if n != maxCtrlQueue/size || e.PendingControl() != 0 {
 		t.Fatalf("popped %d, want %d", n, maxCtrlQueue/size)
+	}
+}
+
+// A close whose linger passes sends Shutdown with data undelivered. If packets after the hole
+// had arrived, the peer reads everything before it and then a *TruncatedError matching
+// io.ErrUnexpectedEOF, never io.EOF; a peer that got everything reads io.EOF
+// (TestCloseDeliversThenShutdown).
+func TestShutdownAfterGapIsTruncated(t *testing.T) {
+	r := linkRules{delay: time.Millisecond}
+	const isn, hole = 7, 17 // every copy of data packet 17 is lost
+	toB := r
+	toB.drop = func(b []byte) bool {
+		return len(b) >= 4 && b[0]&0x80 == 0 && be.Uint32(b) == hole
+	}
+	l := newLink(45, toB, r)
+	newPair(l, pairOpts{isnA: isn, isnB: 8, ccA: &fixedCC{period: 20 * time.Microsecond}})
+	src := randomBytes(45, 100_000)
+	if n := l.ep[0].Write(src); n != len(src) {
+		t.Fatalf("wrote %d", n)
+	}
+	l.ep[0].Close(l.now, 2*time.Second)
+	b := &app{rbuf: make([]byte, 1000)}
+	if !l.run([2]*app{nil, b}, l.now.Add(time.Minute), func() bool { return l.ep[0].Done() && (b.eof || b.readErr != nil) }) {
+		t.Fatal("not done")
+	}
+	if _, unacked, why := l.ep[0].CloseResult(); why != CloseLinger || unacked == 0 {
+		t.Fatalf("CloseResult = %d unacked, %v; want some, linger", unacked, why)
+	}
+	var te *TruncatedError
+	if b.eof || !errors.As(b.readErr, &te) || !errors.Is(b.readErr, io.ErrUnexpectedEOF) {
+		t.Fatalf("reader: eof %v, error %v; want a *TruncatedError matching io.ErrUnexpectedEOF", b.eof, b.readErr)
+	}
+	if te.First != hole {
+		t.Fatalf("TruncatedError.First = %d, want %d", te.First, hole)
+	}
+	per := l.ep[0].payloadSize
+	if want := (hole - isn) * per; !bytes.Equal(b.dst, src[:want]) {
+		t.Fatalf("read %d bytes, want the %d before the hole", len(b.dst), want)
+	}
+	// Further reads give the same error.
+	if _, err := l.ep[1].Read(b.rbuf); !errors.As(err, &te) {
+		t.Fatalf("second Read: %v", err)
 	}
 }

@@ -229,7 +229,7 @@ func (e *PeerError) Error() string { return fmt.Sprintf("peer reported error %d"
 func (e *Endpoint) Err() error { return e.err }
 
 // PeerClosed reports whether the peer sent Shutdown. Nothing more is sent afterwards; Read returns
-// the remaining in-order data and then io.EOF, Write returns 0.
+// the remaining in-order data and then io.EOF (or a *TruncatedError), Write returns 0.
 func (e *Endpoint) PeerClosed() bool { return e.peerClosed }
 
 // active reports whether the connection still exchanges packets.
@@ -262,7 +262,8 @@ func (e *Endpoint) Flushed() bool {
 }
 
 // Read copies in-order received bytes into p. It returns (0, nil) when nothing is available yet
-// (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read,
+// (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read
+// (a *TruncatedError instead if data after a gap had arrived),
 // and (0, Err()) once the connection broke and no data is left.
 func (e *Endpoint) Read(p []byte) (int, error) {
 	n := e.rcv.Read(p)
@@ -278,9 +279,41 @@ func (e *Endpoint) Read(p []byte) (int, error) {
 		return 0, e.err
 	}
 	if e.peerClosed {
+		if err := e.truncated(); err != nil {
+			return 0, err
+		}
 		return 0, io.EOF
 	}
 	return 0, nil
+}
+
+// TruncatedError is Read's error, in place of io.EOF, when the peer shut down while this side
+// knew of data it never received: packets after a gap had arrived. A close sends Shutdown only
+// once everything written was acknowledged (spec §3.4) unless its linger passed or it had none,
+// so a gap at Shutdown means the peer gave up delivering. A lost tail, with nothing received
+// after it, leaves no gap and reads as io.EOF: only the writer's side can know (conn's
+// CloseContext). It matches io.ErrUnexpectedEOF (errors.Is). Stream mode only: in message mode
+// a message whose TTL expired is meant to be missing.
+type TruncatedError struct {
+	First seqno.Seq // the first missing packet: every byte before it was delivered
+}
+
+func (e *TruncatedError) Error() string {
+	return fmt.Sprintf("udt: the peer shut down with data missing from packet %d on (its close gave up before delivering it)", uint32(e.First))
+}
+
+func (e *TruncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
+
+// truncated returns a *TruncatedError if, in stream mode, packets beyond the first missing
+// one were received (the largest received number is at or past it).
+func (e *Endpoint) truncated() error {
+	if e.cfg.Messages {
+		return nil
+	}
+	if first := e.rcv.AckSeq(); seqno.Offset(first, e.lrsn) >= 0 {
+		return &TruncatedError{First: first}
+	}
+	return nil
 }
 
 // CanRead reports whether Read would return data or an error (EOF included).
