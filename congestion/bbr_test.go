@@ -162,3 +162,57 @@ func TestBBRStoppedRiskyProbe(t *testing.T) {
 		}
 	}
 }
+
+// On a path whose BDP is a packet or two (100 Mbit/s, 0.2 ms), the Reno-coexistence probe waits
+// for the quantised BDP's rounds (three send quanta, as Linux BBRv3's bbr_target_inflight), not
+// the bare BDP's: before, ProbeBW probed every other round.
+func TestBBRRenoRoundsQuantised(t *testing.T) {
+	const pkt = 1472
+	rtt := 200 * time.Microsecond
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	now, total := t0, int64(0)
+	rounds := 0
+	deliver := func() {
+		prior := total
+		d := int64(2 * pkt) // 2 packets per 0.2 ms: 117 Mbit/s of payload
+		total += d
+		now = now.Add(rtt)
+		rounds++
+		b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
+			NewlyDelivered: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
+			CwndLimited: true, PacketSize: pkt})
+	}
+	for range 40 {
+		deliver()
+	}
+	if !b.state.probeBW() {
+		t.Fatalf("state %v after 40 rounds, want ProbeBW", b.state)
+	}
+	want := int(3 * b.sendQuantum() / pkt)
+	if bare := b.bdp(b.bw, 1) / pkt; bare > 3 || want < 6 {
+		t.Fatalf("BDP %.1f packets, three send quanta %d: the test needs a BDP of a few packets", bare, want)
+	}
+	// Rounds from each probe's end (DOWN) to the next REFILL, over several probes.
+	var gaps []int
+	start := -1
+	for range 2000 {
+		prev := b.state
+		deliver()
+		switch {
+		case b.state == bbrProbeBWDown && prev != bbrProbeBWDown:
+			start = rounds
+		case b.state == bbrProbeBWRefill && prev != bbrProbeBWRefill && start >= 0:
+			gaps = append(gaps, rounds-start)
+		}
+	}
+	if len(gaps) < 5 {
+		t.Fatalf("%d probes in 2000 rounds", len(gaps))
+	}
+	for _, g := range gaps {
+		if g < want-1 { // the probe's own round may count towards it
+			t.Fatalf("probe gaps %v rounds, want ≥ %d (three send quanta of packets)", gaps, want-1)
+		}
+	}
+	t.Logf("probe gaps %v rounds; three send quanta %d packets", gaps, want)
+}
