@@ -314,9 +314,9 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 // Read reads stream bytes in order (in message mode: one message, see ReadMessage). It blocks
 // until data arrives, the read deadline passes (os.ErrDeadlineExceeded), the peer shuts down and
 // all its data has been read (bare io.EOF; an error matching io.ErrUnexpectedEOF instead if it
-// shut down with a hole in what arrived, its linger having passed), the connection breaks
-// (ErrPeerIdle or a socket error), or Close is called (net.ErrClosed). In stream mode one call
-// returns at most 256 KiB.
+// shut down with a hole in what arrived: its Linger passed or was negative, or a UDT4 peer's
+// UDT_LINGER did), the connection breaks (ErrPeerIdle or a socket error), or Close is called
+// (net.ErrClosed). In stream mode one call returns at most 256 KiB.
 // Errors other than io.EOF come inside a *net.OpError.
 func (c *Conn) Read(b []byte) (int, error) {
 	if c.cfg.MessageMode {

@@ -34,8 +34,8 @@
 // Errors follow package net: every error from a Conn or Listener method is a *net.OpError; a
 // deadline gives an OpError whose Err is os.ErrDeadlineExceeded (Timeout() reports true); use after
 // Close gives net.ErrClosed; a peer's orderly close reads as a bare io.EOF once all its data has
-// been read. A peer whose close gave up with data undelivered (its Config.Linger passed) reads,
-// in stream mode, as an error matching io.ErrUnexpectedEOF when data after the hole had arrived;
-// a lost tail with nothing after it cannot be told from the end here, only by the writer's
-// CloseContext.
+// been read. A peer whose close gave up with data undelivered (its Config.Linger passed or was
+// negative; UDT_LINGER for a UDT4 peer) reads, in stream mode, as an error matching
+// io.ErrUnexpectedEOF when data after the hole had arrived; a lost tail with nothing after it
+// cannot be told from the end here, only by the writer's CloseContext.
 package conn

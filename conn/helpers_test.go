@@ -83,7 +83,8 @@ func sendAndCheck(t *testing.T, w, r net.Conn, size int64, seed byte) {
 		h := sha256.New()
 		n, err := io.Copy(io.MultiWriter(w, h), io.LimitReader(newPattern(seed), size))
 		// CloseContext says whether the peer acknowledged everything: a close whose linger
-		// passed sends Shutdown too, and the reader then sees io.EOF short of size.
+		// passed sends Shutdown too, and the reader then sees io.EOF (or io.ErrUnexpectedEOF)
+		// short of size.
 		var cerr error
 		if cc, ok := w.(interface{ CloseContext(context.Context) error }); ok {
 			cerr = cc.CloseContext(context.Background())

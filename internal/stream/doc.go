@@ -21,7 +21,8 @@
 //   - Application side: Write copies bytes into the bounded send buffer and returns the count
 //     (0 = full: wait for CanWrite; or the connection stopped sending: see Err and PeerClosed).
 //     Read returns in-order bytes: (0, nil) = nothing yet (wait for CanRead); (0, io.EOF) after
-//     the peer's Shutdown once all in-order data has been read; (0, Err()) once broken. Both copy
+//     the peer's Shutdown once all in-order data has been read (a *TruncatedError instead if a
+//     hole was left); (0, Err()) once broken. Both copy
 //     what they are given: conn bounds each call's chunk. Close starts a close that still delivers
 //     what was written, up to a linger time, then sends Shutdown (close.go); CloseResult says
 //     whether everything written was acknowledged, Done when the engine has nothing more to do.

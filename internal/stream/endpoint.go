@@ -293,13 +293,15 @@ func (e *Endpoint) Read(p []byte) (int, error) {
 // so a gap at Shutdown means the peer gave up delivering. A lost tail, with nothing received
 // after it, leaves no gap and reads as io.EOF: only the writer's side can know (conn's
 // CloseContext). It matches io.ErrUnexpectedEOF (errors.Is). Stream mode only: in message mode
-// a message whose TTL expired is meant to be missing.
+// a message whose TTL expired is meant to be missing. Like a forged Shutdown (which can end any
+// connection, spec §3.4: UDT has no authentication), a forged data packet past the end of the
+// stream turns a clean end into this error.
 type TruncatedError struct {
 	First seqno.Seq // the first missing packet: every byte before it was delivered
 }
 
 func (e *TruncatedError) Error() string {
-	return fmt.Sprintf("udt: the peer shut down with data missing from packet %d on (its close gave up before delivering it)", uint32(e.First))
+	return fmt.Sprintf("udt: the peer shut down with data undelivered: packet %d never arrived, and what came after it cannot be read (its close gave up)", uint32(e.First))
 }
 
 func (e *TruncatedError) Unwrap() error { return io.ErrUnexpectedEOF }
