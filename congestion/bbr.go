@@ -21,8 +21,8 @@ import (
 // round trip until the bandwidth stops growing by 25 % for three rounds or the loss test below
 // fires; Drain (pacing gain 0.35 ≈ 1/2.885) empties the queue Startup made; ProbeBW cycles DOWN
 // (0.9, until in flight ≤ BDP), CRUISE (1.0), REFILL (1.0, one round), UP (1.25, cwnd gain 2.25)
-// with a probe every 2–3 s (randomised) or every min(quantised BDP in packets, 63) rounds, whichever comes
-// first (Reno coexistence); a probe that follows one that found excessive loss stops at
+// with a probe every 2–3 s (randomised) or every min(quantised BDP in packets, 63) rounds,
+// whichever comes first (Reno coexistence); a probe that follows one that found excessive loss stops at
 // inflight_hi, and passes it only in a new probe once its ACKs showed no excessive loss (Linux
 // BBRv3's and Chromium BBR2's stopped risky probe); ProbeRTT (every 5 s without a new minimum:
 // in flight ≤ BDP/2 for 200 ms and one round) refreshes RTprop.

@@ -33,8 +33,9 @@ type Params struct {
 	ISN        uint32 // the sender's initial sequence number (31 bits)
 	// RTT is the round-trip time the connection's handshake measured: from a handshake request
 	// sent once to the reply it drew (Karn's rule), 0 if there is none (the listening side, whose
-	// cookie exchange keeps no state; a rendezvous connection; a request that was resent). TCP seeds its RTT estimate from the SYN exchange the same way
-	// (RFC 6298 §2); BBR paces its first window with it (draft-ietf-ccwg-bbr §4.2.1).
+	// cookie exchange keeps no state; a rendezvous connection; a request that was resent). TCP
+	// seeds its RTT estimate from the SYN exchange the same way (RFC 6298 §2); BBR paces its first
+	// window with it (draft-ietf-ccwg-bbr §4.2.1).
 	RTT time.Duration
 }
 

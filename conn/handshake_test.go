@@ -171,25 +171,14 @@ func TestDialISNMismatch(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		p := simnet.NewPair(1, simnet.LinkConfig{}, simnet.LinkConfig{})
 		defer p.Close()
-		go func() {
-			b := make([]byte, 2048)
-			for {
-				n, from, err := p.B.ReadFromUDPAddrPort(b)
-				if err != nil {
-					return
-				}
-				var hs packet.Handshake
-				if hs.Decode(b[:n]) != nil {
-					continue
-				}
-				hs.ReqType = packet.ReqResponse
-				hs.ISN++
-				hs.DstSocketID = hs.SocketID
-				hs.SocketID = 99
-				var out [packet.HandshakeSize]byte
-				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
-			}
-		}()
+		go serveHandshakes(p.B, func(hs *packet.Handshake, from netip.AddrPort) {
+			hs.ReqType = packet.ReqResponse
+			hs.ISN++
+			hs.DstSocketID = hs.SocketID
+			hs.SocketID = 99
+			var out [packet.HandshakeSize]byte
+			p.B.WriteToUDPAddrPort(encodeHandshake(out[:], hs), from)
+		})
 		_, err := DialPacketContext(context.Background(), p.A, p.B.LocalAddr(), simConfig())
 		if !errors.Is(err, ErrBadHandshake) {
 			t.Fatalf("err %v, want ErrBadHandshake", err)
@@ -288,29 +277,19 @@ func TestHandshakeRTTDuplicateCookie(t *testing.T) {
 		link := simnet.LinkConfig{Delay: oneWay}
 		p := simnet.NewPair(1, link, link)
 		defer p.Close()
-		go func() { // a server that sends each cookie reply twice, 5 ms apart
-			b := make([]byte, 2048)
-			var out [packet.HandshakeSize]byte
-			for {
-				n, from, err := p.B.ReadFromUDPAddrPort(b)
-				if err != nil {
-					return
-				}
-				var hs packet.Handshake
-				if hs.Decode(b[:n]) != nil {
-					continue
-				}
-				if hs.ReqType == packet.ReqConnect {
-					hs.Cookie, hs.DstSocketID = 12345, hs.SocketID
-					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
-					time.Sleep(5 * time.Millisecond)
-					p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
-					continue
-				}
-				hs.DstSocketID, hs.SocketID = hs.SocketID, 99
-				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], &hs), from)
+		var out [packet.HandshakeSize]byte
+		// A server that sends each cookie reply twice, 5 ms apart.
+		go serveHandshakes(p.B, func(hs *packet.Handshake, from netip.AddrPort) {
+			if hs.ReqType == packet.ReqConnect {
+				hs.Cookie, hs.DstSocketID = 12345, hs.SocketID
+				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], hs), from)
+				time.Sleep(5 * time.Millisecond)
+				p.B.WriteToUDPAddrPort(encodeHandshake(out[:], hs), from)
+				return
 			}
-		}()
+			hs.DstSocketID, hs.SocketID = hs.SocketID, 99
+			p.B.WriteToUDPAddrPort(encodeHandshake(out[:], hs), from)
+		})
 		got := make(chan congestion.Params, 1)
 		cfg := simConfig()
 		cfg.Congestion = func() congestion.Controller {
@@ -327,4 +306,20 @@ func TestHandshakeRTTDuplicateCookie(t *testing.T) {
 			t.Fatalf("Params.RTT %v, want %v (the cookie exchange's)", rtt, 2*oneWay)
 		}
 	})
+}
+
+// serveHandshakes is a scripted server: it calls answer with each handshake that arrives on pc
+// until pc is closed.
+func serveHandshakes(pc *simnet.Conn, answer func(hs *packet.Handshake, from netip.AddrPort)) {
+	b := make([]byte, 2048)
+	for {
+		n, from, err := pc.ReadFromUDPAddrPort(b)
+		if err != nil {
+			return
+		}
+		var hs packet.Handshake
+		if hs.Decode(b[:n]) == nil {
+			answer(&hs, from)
+		}
+	}
 }

@@ -22,10 +22,10 @@
 //     (0 = full: wait for CanWrite; or the connection stopped sending: see Err and PeerClosed).
 //     Read returns in-order bytes: (0, nil) = nothing yet (wait for CanRead); (0, io.EOF) after
 //     the peer's Shutdown once all in-order data has been read (a *TruncatedError instead if a
-//     hole was left); (0, Err()) once broken. Both copy
-//     what they are given: conn bounds each call's chunk. Close starts a close that still delivers
-//     what was written, up to a linger time, then sends Shutdown (close.go); CloseResult says
-//     whether everything written was acknowledged, Done when the engine has nothing more to do.
+//     hole was left); (0, Err()) once broken. Both copy what they are given: conn bounds each
+//     call's chunk. Close starts a close that still delivers what was written, up to a linger
+//     time, then sends Shutdown (close.go); CloseResult says whether everything written was
+//     acknowledged, Done when the engine has nothing more to do.
 //   - Network side: HandlePacket takes one datagram addressed to this connection (data or
 //     control; the source address is conn's to check). Hostile input is dropped and counted in
 //     Stats().Drops, never a panic; nothing a packet says can make the engine allocate more than
@@ -52,8 +52,8 @@
 //
 //   - ACK (spec §2.3, §4.4): an ACK when new data has arrived and the ACK period (SYN = 10 ms; a
 //     quarter of the RTT, at least 1 ms, on paths shorter than 40 ms; or the controller's shorter
-//     ACKPeriod) has passed since the previous ACK, full (6 words) if SYN has; a medium ACK (4 words)
-//     when an ACK is due sooner (after a short packet, as UDT4 does, or every ACKInterval packets
+//     ACKPeriod) has passed since the previous ACK, full (6 words) if SYN has; a medium ACK
+//     (4 words) when an ACK is due sooner (after a short packet, as UDT4 does, or every ACKInterval packets
 //     if the controller asks); a light ACK (1 word) every 64 data packets in between. An ACK not
 //     yet confirmed by ACK2 is repeated after max(SYN, RTT + 4·RTTVar), doubling for each repeat
 //     of the same number (at most ×128). Not armed when everything received has been acknowledged

@@ -263,8 +263,8 @@ func (e *Endpoint) Flushed() bool {
 
 // Read copies in-order received bytes into p. It returns (0, nil) when nothing is available yet
 // (wait for CanRead), (0, io.EOF) after the peer's Shutdown once all in-order data has been read
-// (a *TruncatedError instead if data after a gap had arrived),
-// and (0, Err()) once the connection broke and no data is left.
+// (a *TruncatedError instead if data after a gap had arrived), and (0, Err()) once the
+// connection broke and no data is left.
 func (e *Endpoint) Read(p []byte) (int, error) {
 	n := e.rcv.Read(p)
 	e.stats.BytesRead += uint64(n)
