@@ -108,6 +108,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		tols := fs.String("tolerances", "0,default", "comma-separated pacing tolerances: Go durations ≥ 0 (0: exact) or \"default\" (pacer.DefaultTolerance)")
 		fs.DurationVar(&r.duration, "duration", 3e9, "send time per run (> 0)")
 		fs.BoolVar(&r.strict, "strict", false, "strict pacing: no catch-up, each packet waits a full interval after the previous one")
+		fs.BoolVar(&r.unpolled, "unpolled", false, "send through a socket the Go runtime's netpoller does not watch (Linux; a diagnostic: the difference is what the netpoller's wake-ups on each send cost)")
 		exec = func() error {
 			var err error
 			if r.rates, err = parseRates(ratesName, rates); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -105,7 +106,8 @@ func TestSmokeRate(t *testing.T) {
 			"-duration", "100ms", "-plot", png, strict)
 		checkFields(t, rows, "rate", "strict", "target_mbps", "tolerance_us", "achieved_mbps", "packets", "err_p50_us",
 			"err_p99_us", "err_max_us", "early_max_us", "outliers_over_1ms", "late_p50_us", "late_p99_us",
-			"pkts_per_wake_p50", "pkts_per_wake_max", "wakes_per_s", "pacer_cpu_pct", "receiver_cpu_pct", "cpu_pct")
+			"pkts_per_wake_p50", "pkts_per_wake_max", "wakes_per_s", "pacing_thread_cpu_pct", "pacer_cpu_pct", "receiver_cpu_pct",
+			"cpu_pct", "unpolled")
 		if len(rows) != 8 {
 			t.Fatalf("%d rows, want 2 rates × 2 tolerances × 2 backends", len(rows))
 		}
@@ -122,11 +124,45 @@ func TestSmokeRate(t *testing.T) {
 			if p50, p99, mx := r["err_p50_us"].(float64), r["err_p99_us"].(float64), r["err_max_us"].(float64); p50 > p99 || p99 > mx {
 				t.Errorf("row %d: err p50 %v, p99 %v, max %v out of order", i, p50, p99, mx)
 			}
+			checkThreadCPU(t, i, r)
 		}
 		if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
 			t.Errorf("frontier plot not written: %v", err)
 		}
 	}
+}
+
+// checkThreadCPU checks a row's pacing-thread CPU: measured on Linux (−1 elsewhere), and part of
+// the sender process's (the threads are the process's; 0.5 points for the two clocks' edges).
+func checkThreadCPU(t *testing.T, i int, r map[string]any) {
+	t.Helper()
+	th, proc := r["pacing_thread_cpu_pct"].(float64), r["pacer_cpu_pct"].(float64)
+	if runtime.GOOS != "linux" {
+		if th != -1 {
+			t.Errorf("row %d: pacing thread CPU %v off Linux, want -1", i, th)
+		}
+		return
+	}
+	if th <= 0 || th > proc+0.5 {
+		t.Errorf("row %d: pacing thread CPU %v %% against the sender process's %v %%", i, th, proc)
+	}
+}
+
+func TestSmokeRateUnpolled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("-unpolled is Linux only")
+	}
+	defer goleak.VerifyNone(t)
+	rows := runJSON(t, "rate", "-backends", "hybrid", "-rates", "50mbit", "-tolerances", "default", "-duration", "200ms", "-unpolled")
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rows))
+	}
+	r := rows[0]
+	// The receiver counts what arrives, so the rate shows the unpolled socket really sent.
+	if r["unpolled"] != true || r["achieved_mbps"].(float64) < 25 {
+		t.Errorf("unpolled row: %v", r)
+	}
+	checkThreadCPU(t, 0, r)
 }
 
 func TestParseTolerances(t *testing.T) {

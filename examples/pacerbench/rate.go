@@ -28,6 +28,7 @@ type rateConfig struct {
 	tolerances []time.Duration // ≥ 0; 0 means exact
 	duration   time.Duration
 	strict     bool
+	unpolled   bool // send through a socket the Go runtime does not poll (unpolled_linux.go)
 }
 
 // rateRow is one JSON object of rate mode: one backend pacing a UDP sender at target_mbps with
@@ -53,9 +54,11 @@ type rateRow struct {
 	PktsPerWakeP50 float64 `json:"pkts_per_wake_p50"`
 	PktsPerWakeMax float64 `json:"pkts_per_wake_max"`
 	WakesPerSec    float64 `json:"wakes_per_s"`
-	PacerCPUPct    float64 `json:"pacer_cpu_pct"`    // the sender process alone, % of one core
-	ReceiverCPUPct float64 `json:"receiver_cpu_pct"` // the receiver child process
-	CPUPct         float64 `json:"cpu_pct"`          // both
+	ThreadCPUPct   float64 `json:"pacing_thread_cpu_pct"` // the pacer goroutine's threads alone (threadCPU), % of one core; −1: unavailable
+	PacerCPUPct    float64 `json:"pacer_cpu_pct"`         // the sender process alone, % of one core
+	Unpolled       bool    `json:"unpolled"`              // -unpolled: sent through a socket the runtime does not poll
+	ReceiverCPUPct float64 `json:"receiver_cpu_pct"`      // the receiver child process
+	CPUPct         float64 `json:"cpu_pct"`               // both
 }
 
 // parseRate parses "500mbit", "1.5gbit", "800kbit", "1000000bit" or a bare number of bit/s;
@@ -122,8 +125,11 @@ func parseTolerances(list string) ([]time.Duration, error) {
 type rateFlow struct {
 	sched *pacer.Scheduler
 	bc    *udpio.Conn
+	raw   *unpolledSender // -unpolled: sends instead of bc
 	to    netip.AddrPort
-	bufs  [][]byte      // pacer.MaxBurst datagrams back to back in one array
+	bufs  [][]byte // pacer.MaxBurst datagrams back to back in arena
+	arena []byte
+	cpu   *threadCPU
 	dur   time.Duration // the sending time, from the first Release
 	end   time.Time     // set by the first Release
 	maxN  int
@@ -136,6 +142,7 @@ type rateFlow struct {
 
 // Release implements pacer.Flow.
 func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
+	f.cpu.note()
 	if f.end.IsZero() { // the clock starts at the first release: a late start costs no samples
 		f.end = now.Add(f.dur)
 	}
@@ -167,7 +174,11 @@ func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
 		n++
 	}
 	if n > 0 {
-		f.bc.WriteBatch(f.bufs[:n], f.to) // loopback: an error (e.g. ENOBUFS) just loses datagrams
+		if f.raw != nil {
+			f.raw.send(f.arena, n)
+		} else {
+			f.bc.WriteBatch(f.bufs[:n], f.to) // loopback: an error (e.g. ENOBUFS) just loses datagrams
+		}
 		if f.first.IsZero() {
 			f.first = now
 		}
@@ -220,16 +231,28 @@ func rateMode(c common, r rateConfig) error {
 		return emitJSON(c.stdout, rows)
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "backend\tstrict\ttolerance\ttarget Mbit/s\tachieved Mbit/s\terr p50\terr p99\terr max\t>1ms\tpkts/wake p50\tpkts/wake max\twakes/s\tpacing CPU %\tCPU %\t")
+	fmt.Fprintln(tw, "backend\tstrict\ttolerance\ttarget Mbit/s\tachieved Mbit/s\terr p50\terr p99\terr max\t>1ms\tpkts/wake p50\tpkts/wake max\twakes/s\tpacing thread CPU %\tsender CPU %\tCPU %\t")
 	for _, x := range rows {
-		fmt.Fprintf(tw, "%s\t%v\t%s\t%.1f\t%.1f\t%.2f\t%.1f\t%.0f\t%d\t%.0f\t%.0f\t%.0f\t%.1f\t%.1f\t\n", x.Backend, x.Strict,
+		thread := "-"
+		if x.ThreadCPUPct >= 0 {
+			thread = fmt.Sprintf("%.1f", x.ThreadCPUPct)
+		}
+		fmt.Fprintf(tw, "%s\t%v\t%s\t%.1f\t%.1f\t%.2f\t%.1f\t%.0f\t%d\t%.0f\t%.0f\t%.0f\t%s\t%.1f\t%.1f\t\n", x.Backend, x.Strict,
 			tolName(x.ToleranceUS), x.TargetMbps, x.AchievedMbps, x.ErrP50US, x.ErrP99US, x.ErrMaxUS, x.Outliers,
-			x.PktsPerWakeP50, x.PktsPerWakeMax, x.WakesPerSec, x.PacerCPUPct, x.CPUPct)
+			x.PktsPerWakeP50, x.PktsPerWakeMax, x.WakesPerSec, thread, x.PacerCPUPct, x.CPUPct)
 	}
 	fmt.Fprintf(tw, "(%d-byte UDP datagrams on loopback, each wake's packets in one GSO send; achieved: bytes received / send time; "+
 		"err: |departure − its slot| in µs, p50/p99 over departures within 1 ms of their slot, max over all; >1ms: departures further off "+
-		"(preemption), counted apart; pacing CPU %%: the sender process alone (the receiver runs in a child), of one core; CPU %%: both)\n", datagram)
+		"(preemption), counted apart; pacing thread CPU %%: the threads the pacer's goroutine ran on (Linux; -: unavailable); "+
+		"sender CPU %%: the sender process alone (the receiver runs in a child), of one core; CPU %%: both%s)\n", datagram, unpolledNote(r.unpolled))
 	return tw.Flush()
+}
+
+func unpolledNote(on bool) string {
+	if on {
+		return "; -unpolled: sent through a socket the Go runtime does not poll"
+	}
+	return ""
 }
 
 func tolName(us float64) string {
@@ -241,7 +264,7 @@ func tolName(us float64) string {
 
 // rateOnce runs the sender with one backend, rate and tolerance (0: exact) and returns its row.
 func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duration) (rateRow, error) {
-	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: bps / 1e6, ToleranceUS: us(tol)}
+	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: bps / 1e6, ToleranceUS: us(tol), Unpolled: r.unpolled}
 	recv, err := startReceiver()
 	if err != nil {
 		return row, err
@@ -272,10 +295,21 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	var wg sync.WaitGroup
 	wg.Add(1)
 	perSec := bps / (datagram * 8)
-	f := &rateFlow{sched: sched, bc: udpio.New(conn), bufs: bufs, dur: r.duration, maxN: c.n,
-		to:   netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(recv.port)),
+	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(recv.port))
+	var raw *unpolledSender
+	if r.unpolled {
+		if raw, err = newUnpolledSender(to); err != nil {
+			closeWaiter(w)
+			conn.Close()
+			recv.stop()
+			return row, err
+		}
+		defer raw.Close()
+	}
+	f := &rateFlow{sched: sched, bc: udpio.New(conn), raw: raw, bufs: bufs, arena: arena, dur: r.duration, maxN: c.n, to: to,
 		errs: make([]float32, 0, min(int(perSec*r.duration.Seconds()*1.1)+1024, 1<<24)), done: sync.OnceFunc(wg.Done)}
 	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s %s", name, bps/1e6, tolName(us(tol))))
+	f.cpu = newThreadCPU()
 	start := time.Now()
 	cpu0 := cpuTime()
 	p := pacer.New(w, pacer.Config{Tolerance: ptol})
@@ -285,6 +319,7 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	<-p.Done()
 	cpu := cpuTime() - cpu0
 	wall := time.Since(start)
+	tcpu, tok := f.cpu.total()
 	bar.Finish()
 	closeWaiter(w)
 	conn.Close()
@@ -308,6 +343,10 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	row.LateP50US, row.LateP99US = st.Lateness.P50, st.Lateness.P99
 	row.PktsPerWakeP50, row.PktsPerWakeMax = st.PacketsPerWake.P50, st.PacketsPerWake.Max
 	row.PacerCPUPct = 100 * cpu.Seconds() / wall.Seconds()
+	row.ThreadCPUPct = -1
+	if tok {
+		row.ThreadCPUPct = 100 * tcpu.Seconds() / wall.Seconds()
+	}
 	row.ReceiverCPUPct = 100 * rcpu.Seconds() / wall.Seconds()
 	row.CPUPct = row.PacerCPUPct + row.ReceiverCPUPct
 	return row, nil
