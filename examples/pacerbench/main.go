@@ -15,7 +15,10 @@
 //
 // All times printed are in µs. CPU figures come from getrusage(RUSAGE_SELF). In wait and
 // periodic mode that is the whole process; in rate mode the receiver runs in a child process, so
-// the sender's figure is the pacing alone, shown beside the total of both.
+// the sender's figure has no receive path in it, and on Linux the pacing thread's own CPU (the
+// kernel's run time of the threads the pacer's goroutine ran on) is shown beside it, with the total
+// of both processes. rate -unpolled (Linux) sends through a socket the Go runtime's netpoller does
+// not watch: the difference is what the netpoller's wake-ups on each send cost the sender.
 package main
 
 import (
