@@ -33,10 +33,7 @@ type mux struct {
 	udp   addrPortConn // pc's allocation-free I/O methods, when it has them (*net.UDPConn, simnet)
 	io    *udpio.Conn  // batched I/O on pc: GRO/recvmmsg reads, GSO/sendmmsg writes where available
 	ownPC bool         // the mux opened pc and closes it
-	// quietOnce runs quietWrites at the first data send; quiet records whether it took effect.
-	quietOnce sync.Once
-	quiet     atomic.Bool
-	local     net.Addr
+	local net.Addr
 
 	waiter    pacer.Waiter // the data pacer's backend
 	pacerName string       // its name
@@ -128,11 +125,6 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		m.io = udpio.NewLazyGRO(pc)
 	} else {
 		m.io = udpio.New(pc)
-	}
-	if own {
-		// Every write on our own socket goes through m.io, which then never waits in the
-		// netpoller, so that quietWrites may take the socket's write readiness out of it.
-		m.io.OwnWrites()
 	}
 	m.io.EnableReports()             // ICMP errors: icmp.go
 	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
@@ -386,26 +378,12 @@ func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 
 func (m *mux) writeOnce(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 	var err error
-	if m.ownPC { // through m.io, as OwnWrites requires
-		bufs := [1][]byte{b}
-		_, err = m.io.WriteBatch(bufs[:], to)
-	} else if m.udp != nil {
+	if m.udp != nil {
 		_, err = m.udp.WriteToUDPAddrPort(b, to)
 	} else {
 		_, err = m.pc.WriteTo(b, toAddr)
 	}
 	return err
-}
-
-// quietWrites stops this socket's sends from waking the Go runtime's netpoller (udpio.Conn's
-// QuietWrites: they cost a paced sender about as much CPU again as the pacing). It runs once,
-// when the socket first sends data (sendPackets, no lock held), so that a Dial pays nothing for
-// it and a socket that only exchanges handshakes and small messages keeps its registration as is.
-// A caller's socket is left alone: its owner may write to it too.
-func (m *mux) quietWrites() {
-	if m.ownPC {
-		m.quiet.Store(m.io.QuietWrites())
-	}
 }
 
 // fail marks every user broken after the socket failed under us (e.g. a caller closed it).

@@ -79,7 +79,6 @@ func (m *mux) carve(size, n int) [][]byte {
 // packets of the packet size, perhaps ended by a longer one, which is the path MTU probe (sent
 // with Don't Fragment like the rest) or a packet cut before the size fell (sent fragmentable).
 func (c *Conn) sendPackets(bufs [][]byte, size int, probe uint32, probing bool) {
-	c.mux.quietOnce.Do(c.mux.quietWrites)
 	var long []byte
 	if k := len(bufs) - 1; k >= 0 && len(bufs[k]) > size {
 		long, bufs = bufs[k], bufs[:k]

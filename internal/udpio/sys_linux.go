@@ -43,8 +43,6 @@ type sysConn struct {
 	reports atomic.Bool // IP_RECVERR is on: readReports drains the error queue
 	errq    errQueue
 	df      atomic.Bool // IP_PMTUDISC_DO is on
-	owned   atomic.Bool // OwnWrites: every write passes MSG_DONTWAIT and waits in poll(2) (quiet_linux.go)
-	quiet   atomic.Bool // QuietWrites took EPOLLOUT out of the netpoller's registration
 	fragMu  sync.Mutex  // serialises writeFragmented's option changes
 
 	// For tests: GSO messages sent (each up to MaxGSOSegments datagrams), sendmmsg calls made.

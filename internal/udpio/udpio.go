@@ -59,8 +59,6 @@ type batcher interface {
 	enableDontFragment() bool
 	maxDatagram(to netip.AddrPort) int
 	writeFragmented(b []byte, to netip.AddrPort, mtu int) error
-	ownWrites()
-	quietWrites() bool
 }
 
 // Conn moves batches of UDP datagrams over a net.PacketConn.

@@ -77,16 +77,8 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	singles := false
 	for sent < len(bufs) {
 		k := w.pack(bufs[sent:], gso && !singles)
-		n, err := s.x.WriteBatch(w.ms[:k], s.writeFlags())
+		n, err := s.x.WriteBatch(w.ms[:k], 0)
 		s.sendCalls.Add(1)
-		if err != nil && errors.Is(err, unix.EAGAIN) && s.owned.Load() {
-			// A full send buffer, with MSG_DONTWAIT: wait for room ourselves (quiet_linux.go).
-			w.clear(k)
-			if werr := s.waitWritable(); werr != nil {
-				return sent, werr
-			}
-			continue
-		}
 		if err != nil {
 			n = 0 // the first message failed; none of this call's went
 		}
