@@ -15,10 +15,9 @@
 //
 // All times printed are in µs. CPU figures come from getrusage(RUSAGE_SELF). In wait and
 // periodic mode that is the whole process; in rate mode the receiver runs in a child process, so
-// the sender's figure has no receive path in it, and on Linux the pacing thread's own CPU (the
-// kernel's run time of the threads the pacer's goroutine ran on) is shown beside it, with the total
-// of both processes. rate -unpolled (Linux) sends through a socket the Go runtime's netpoller does
-// not watch: the difference is what the netpoller's wake-ups on each send cost the sender.
+// the sender's figure has no receive path in it, and on Linux the pacing thread's own CPU
+// (CLOCK_THREAD_CPUTIME_ID of the thread running the pacer's goroutine, from one Release to the
+// next: see threadCPU) is shown beside it, with the total of both processes.
 package main
 
 import (
@@ -111,7 +110,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 		tols := fs.String("tolerances", "0,default", "comma-separated pacing tolerances: Go durations ≥ 0 (0: exact) or \"default\" (pacer.DefaultTolerance)")
 		fs.DurationVar(&r.duration, "duration", 3e9, "send time per run (> 0)")
 		fs.BoolVar(&r.strict, "strict", false, "strict pacing: no catch-up, each packet waits a full interval after the previous one")
-		fs.BoolVar(&r.unpolled, "unpolled", false, "send through a socket the Go runtime's netpoller does not watch (Linux; a diagnostic: the difference is what the netpoller's wake-ups on each send cost)")
 		exec = func() error {
 			var err error
 			if r.rates, err = parseRates(ratesName, rates); err != nil {

@@ -107,7 +107,7 @@ func TestSmokeRate(t *testing.T) {
 		checkFields(t, rows, "rate", "strict", "target_mbps", "tolerance_us", "achieved_mbps", "packets", "err_p50_us",
 			"err_p99_us", "err_max_us", "early_max_us", "outliers_over_1ms", "late_p50_us", "late_p99_us",
 			"pkts_per_wake_p50", "pkts_per_wake_max", "wakes_per_s", "pacing_thread_cpu_pct", "pacer_cpu_pct", "receiver_cpu_pct",
-			"cpu_pct", "unpolled")
+			"cpu_pct")
 		if len(rows) != 8 {
 			t.Fatalf("%d rows, want 2 rates × 2 tolerances × 2 backends", len(rows))
 		}
@@ -146,23 +146,6 @@ func checkThreadCPU(t *testing.T, i int, r map[string]any) {
 	if th <= 0 || th > proc+0.5 {
 		t.Errorf("row %d: pacing thread CPU %v %% against the sender process's %v %%", i, th, proc)
 	}
-}
-
-func TestSmokeRateUnpolled(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("-unpolled is Linux only")
-	}
-	defer goleak.VerifyNone(t)
-	rows := runJSON(t, "rate", "-backends", "hybrid", "-rates", "50mbit", "-tolerances", "default", "-duration", "200ms", "-unpolled")
-	if len(rows) != 1 {
-		t.Fatalf("%d rows, want 1", len(rows))
-	}
-	r := rows[0]
-	// The receiver counts what arrives, so the rate shows the unpolled socket really sent.
-	if r["unpolled"] != true || r["achieved_mbps"].(float64) < 25 {
-		t.Errorf("unpolled row: %v", r)
-	}
-	checkThreadCPU(t, 0, r)
 }
 
 func TestParseTolerances(t *testing.T) {

@@ -28,7 +28,6 @@ type rateConfig struct {
 	tolerances []time.Duration // ≥ 0; 0 means exact
 	duration   time.Duration
 	strict     bool
-	unpolled   bool // send through a socket the Go runtime does not poll (unpolled_linux.go)
 }
 
 // rateRow is one JSON object of rate mode: one backend pacing a UDP sender at target_mbps with
@@ -54,9 +53,8 @@ type rateRow struct {
 	PktsPerWakeP50 float64 `json:"pkts_per_wake_p50"`
 	PktsPerWakeMax float64 `json:"pkts_per_wake_max"`
 	WakesPerSec    float64 `json:"wakes_per_s"`
-	ThreadCPUPct   float64 `json:"pacing_thread_cpu_pct"` // the pacer goroutine's threads alone (threadCPU), % of one core; −1: unavailable
+	ThreadCPUPct   float64 `json:"pacing_thread_cpu_pct"` // the thread running the pacer goroutine (threadCPU), % of one core; −1: unavailable
 	PacerCPUPct    float64 `json:"pacer_cpu_pct"`         // the sender process alone, % of one core
-	Unpolled       bool    `json:"unpolled"`              // -unpolled: sent through a socket the runtime does not poll
 	ReceiverCPUPct float64 `json:"receiver_cpu_pct"`      // the receiver child process
 	CPUPct         float64 `json:"cpu_pct"`               // both
 }
@@ -125,10 +123,8 @@ func parseTolerances(list string) ([]time.Duration, error) {
 type rateFlow struct {
 	sched *pacer.Scheduler
 	bc    *udpio.Conn
-	raw   *unpolledSender // -unpolled: sends instead of bc
 	to    netip.AddrPort
-	bufs  [][]byte // pacer.MaxBurst datagrams back to back in arena
-	arena []byte
+	bufs  [][]byte // pacer.MaxBurst datagrams back to back in one array
 	cpu   *threadCPU
 	dur   time.Duration // the sending time, from the first Release
 	end   time.Time     // set by the first Release
@@ -174,11 +170,7 @@ func (f *rateFlow) Release(now time.Time, max int) (int, time.Time) {
 		n++
 	}
 	if n > 0 {
-		if f.raw != nil {
-			f.raw.send(f.arena, n)
-		} else {
-			f.bc.WriteBatch(f.bufs[:n], f.to) // loopback: an error (e.g. ENOBUFS) just loses datagrams
-		}
+		f.bc.WriteBatch(f.bufs[:n], f.to) // loopback: an error (e.g. ENOBUFS) just loses datagrams
 		if f.first.IsZero() {
 			f.first = now
 		}
@@ -243,16 +235,9 @@ func rateMode(c common, r rateConfig) error {
 	}
 	fmt.Fprintf(tw, "(%d-byte UDP datagrams on loopback, each wake's packets in one GSO send; achieved: bytes received / send time; "+
 		"err: |departure − its slot| in µs, p50/p99 over departures within 1 ms of their slot, max over all; >1ms: departures further off "+
-		"(preemption), counted apart; pacing thread CPU %%: the threads the pacer's goroutine ran on (Linux; -: unavailable); "+
-		"sender CPU %%: the sender process alone (the receiver runs in a child), of one core; CPU %%: both%s)\n", datagram, unpolledNote(r.unpolled))
+		"(preemption), counted apart; pacing thread CPU %%: the thread running the pacer's goroutine, from each Release to the next (Linux; -: unavailable); "+
+		"sender CPU %%: the sender process alone (the receiver runs in a child), of one core; CPU %%: both)\n", datagram)
 	return tw.Flush()
-}
-
-func unpolledNote(on bool) string {
-	if on {
-		return "; -unpolled: sent through a socket the Go runtime does not poll"
-	}
-	return ""
 }
 
 func tolName(us float64) string {
@@ -264,7 +249,7 @@ func tolName(us float64) string {
 
 // rateOnce runs the sender with one backend, rate and tolerance (0: exact) and returns its row.
 func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duration) (rateRow, error) {
-	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: bps / 1e6, ToleranceUS: us(tol), Unpolled: r.unpolled}
+	row := rateRow{Mode: "rate", Backend: name, Strict: r.strict, TargetMbps: bps / 1e6, ToleranceUS: us(tol)}
 	recv, err := startReceiver()
 	if err != nil {
 		return row, err
@@ -296,17 +281,7 @@ func rateOnce(c common, r rateConfig, name string, bps float64, tol time.Duratio
 	wg.Add(1)
 	perSec := bps / (datagram * 8)
 	to := netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(recv.port))
-	var raw *unpolledSender
-	if r.unpolled {
-		if raw, err = newUnpolledSender(to); err != nil {
-			closeWaiter(w)
-			conn.Close()
-			recv.stop()
-			return row, err
-		}
-		defer raw.Close()
-	}
-	f := &rateFlow{sched: sched, bc: udpio.New(conn), raw: raw, bufs: bufs, arena: arena, dur: r.duration, maxN: c.n, to: to,
+	f := &rateFlow{sched: sched, bc: udpio.New(conn), bufs: bufs, dur: r.duration, maxN: c.n, to: to,
 		errs: make([]float32, 0, min(int(perSec*r.duration.Seconds()*1.1)+1024, 1<<24)), done: sync.OnceFunc(wg.Done)}
 	bar := newBar(c, int64(r.duration/time.Millisecond), fmt.Sprintf("%-9s %.0f Mbit/s %s", name, bps/1e6, tolName(us(tol))))
 	f.cpu = newThreadCPU()

@@ -1,67 +1,43 @@
 package main
 
 import (
-	"bytes"
-	"os"
-	"strconv"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// threadCPU measures the pacing thread alone: the CPU time of the OS threads on which the pacer's
-// goroutine ran Release, from the kernel's per-thread run time (/proc/self/task/TID/schedstat,
-// first field: ns on a CPU). The hybrid backend keeps its goroutine on one thread through its
-// sleeps, so the set is one thread; a backend that parks in the Go scheduler (gotimer) may hop
-// threads, and then every thread it ran on counts whole, including the time those threads spent
-// on the runtime's own work (an overestimate, never an underestimate). What the pacing costs other
-// threads (the runtime's netpoller woken by each send, sysmon) is in the sender process's CPU.
+// threadCPU measures the pacing thread alone: the CPU time (CLOCK_THREAD_CPUTIME_ID) that the
+// thread running the pacer's goroutine spent from one Release call to the next, summed over the
+// pairs of consecutive calls made on the same thread. That is the pacer's own loop: its wait (a
+// sleep, or a spin) and the send. An interval in which the goroutine moved to another thread is
+// left out, and one in which it left its thread and came back counts what that thread ran in
+// between. The hybrid and spin backends keep the goroutine on one thread through their waits, so
+// for them it is the whole pacing thread; the backends whose waits park the goroutine in the Go
+// scheduler (gotimer, timerfd) or sleep on a helper thread of their own (nanosleep) leave out the
+// threads that wake it, which the sender process's CPU includes. Each call costs two system calls
+// (gettid, clock_gettime), counted in the figure.
 type threadCPU struct {
-	start map[int]time.Duration // run time of every thread of the process at the start
-	tids  map[int]bool          // threads Release ran on; the pacer's goroutine only
-	last  int
+	last    int           // the thread of the previous Release
+	lastCPU time.Duration // its CPU clock then
+	sum     time.Duration
+	pairs   int
 }
 
-func newThreadCPU() *threadCPU {
-	t := &threadCPU{start: map[int]time.Duration{}, tids: map[int]bool{}}
-	ents, _ := os.ReadDir("/proc/self/task")
-	for _, e := range ents {
-		if tid, err := strconv.Atoi(e.Name()); err == nil {
-			if v, ok := taskRunTime(tid); ok {
-				t.start[tid] = v
-			}
-		}
-	}
-	return t
-}
+func newThreadCPU() *threadCPU { return &threadCPU{} }
 
-// note records the calling thread; the pacer's goroutine calls it from every Release.
+// note is called from every Release, on the pacer's goroutine.
 func (t *threadCPU) note() {
-	if tid := unix.Gettid(); tid != t.last {
-		t.last, t.tids[tid] = tid, true
+	var ts unix.Timespec
+	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+		return
 	}
+	tid, cpu := unix.Gettid(), time.Duration(ts.Nano())
+	if tid == t.last {
+		t.sum += cpu - t.lastCPU
+		t.pairs++
+	}
+	t.last, t.lastCPU = tid, cpu
 }
 
-// total returns the CPU the noted threads spent since newThreadCPU; ok is false when nothing was
-// noted or a thread's time cannot be read (it exited).
-func (t *threadCPU) total() (cpu time.Duration, ok bool) {
-	for tid := range t.tids {
-		v, ok := taskRunTime(tid)
-		if !ok {
-			return 0, false
-		}
-		cpu += v - t.start[tid] // a thread created during the run starts at 0
-	}
-	return cpu, len(t.tids) > 0
-}
-
-// taskRunTime reads a thread's time on a CPU (sum_exec_runtime, ns) from its schedstat.
-func taskRunTime(tid int) (time.Duration, bool) {
-	b, err := os.ReadFile("/proc/self/task/" + strconv.Itoa(tid) + "/schedstat")
-	if err != nil {
-		return 0, false
-	}
-	f, _, _ := bytes.Cut(bytes.TrimSpace(b), []byte(" "))
-	ns, err := strconv.ParseInt(string(f), 10, 64)
-	return time.Duration(ns), err == nil
-}
+// total returns the CPU counted; ok is false when no two consecutive calls shared a thread.
+func (t *threadCPU) total() (cpu time.Duration, ok bool) { return t.sum, t.pairs > 0 }
