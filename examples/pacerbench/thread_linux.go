@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -28,10 +29,14 @@ func newThreadCPU() *threadCPU { return &threadCPU{} }
 // note is called from every Release, on the pacer's goroutine.
 func (t *threadCPU) note() {
 	var ts unix.Timespec
-	if unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts) != nil {
+	runtime.LockOSThread() // both readings of one thread: no preemption may move us between them
+	err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	tid := unix.Gettid()
+	runtime.UnlockOSThread()
+	if err != nil {
 		return
 	}
-	tid, cpu := unix.Gettid(), time.Duration(ts.Nano())
+	cpu := time.Duration(ts.Nano())
 	if tid == t.last {
 		t.sum += cpu - t.lastCPU
 		t.pairs++
