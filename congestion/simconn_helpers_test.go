@@ -16,6 +16,7 @@ import (
 
 	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/conn"
+	"github.com/udtgo/udt/conn/trace"
 	"github.com/udtgo/udt/internal/simnet"
 )
 
@@ -51,10 +52,14 @@ type connScenario struct {
 	Window int
 	// Tick, if positive (a divisor of 1 s), also samples the flows and the bottleneck every Tick
 	// into connResult's Tick series.
-	Tick     time.Duration
-	Seed     uint64
-	Flows    []connFlow
-	Duration time.Duration // virtual time measured from the first flow's start
+	Tick time.Duration
+	// SteadyStart, if positive (with Tick), splits each sender's retransmissions by when the
+	// packet was first sent: before SteadyStart after the run's start (connResult.RetxEarly) or
+	// from then on (RetxSteady, FirstSteady). A trace of the sender's packets does it.
+	SteadyStart time.Duration
+	Seed        uint64
+	Flows       []connFlow
+	Duration    time.Duration // virtual time measured from the first flow's start
 	// Until, if set, ends the run early after the first second for which it returns true; it
 	// gets the shares measured so far (Share[flow][second]).
 	Until func(share [][]float64) bool
@@ -85,8 +90,13 @@ type connResult struct {
 	Recv    [][]uint64 // Recv[flow][k]: payload bytes the receiver accepted so far (unique data)
 	Sent    [][]uint64 // Sent[flow][k]: data packets sent so far, retransmissions included
 	Retrans [][]uint64 // Retrans[flow][k]: data packets retransmitted so far
-	Queue   []int      // the bottleneck's queue in bytes on the wire (datagrams + Overhead)
-	QDrops  []uint64   // the bottleneck's queue drops so far
+
+	// With connScenario.SteadyStart, per flow, so far at each tick: retransmissions of packets
+	// first sent before SteadyStart (RetxEarly), of packets first sent from then on
+	// (RetxSteady), and first transmissions from then on (FirstSteady).
+	RetxEarly, RetxSteady, FirstSteady [][]uint64
+	Queue                              []int    // the bottleneck's queue in bytes on the wire (datagrams + Overhead)
+	QDrops                             []uint64 // the bottleneck's queue drops so far
 }
 
 // runConns runs sc inside a synctest bubble and returns the per-second figures.
@@ -141,6 +151,9 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		server   *conn.Conn
 		ln       *conn.Listener
 		received int64 // payload bytes read by the application
+
+		split     *retxSplit   // with SteadyStart: the sender's trace
+		senderCfg *conn.Config // with SteadyStart: cfg with the sender's Tracer
 	}
 	flows := make([]*flowState, n)
 	var wg sync.WaitGroup
@@ -150,6 +163,17 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		fs := &flowState{}
 		flows[i] = fs
 		cfg := sc.connConfig(f.CC)
+		if sc.SteadyStart > 0 {
+			fs.split = newRetxSplit(begin.Add(sc.SteadyStart))
+			sender := *cfg
+			sender.Tracer = func(info trace.ConnInfo) trace.Tracer {
+				if info.Server {
+					return nil
+				}
+				return fs.split
+			}
+			fs.senderCfg = &sender
+		}
 		ln, err := conn.NewListener(d.Right[i], cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -184,7 +208,11 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 			case <-stop:
 				return
 			}
-			c, err := conn.DialPacketContext(context.Background(), d.Left[i], d.Right[i].LocalAddr(), cfg)
+			dcfg := cfg
+			if fs.senderCfg != nil {
+				dcfg = fs.senderCfg
+			}
+			c, err := conn.DialPacketContext(context.Background(), d.Left[i], d.Right[i].LocalAddr(), dcfg)
 			if err != nil {
 				t.Errorf("flow %d: dial: %v", i, err)
 				return
@@ -208,7 +236,8 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 
 	secs := int(sc.Duration / time.Second)
 	res := connResult{Share: make([][]float64, n), Pacing: make([][]float64, n), Flight: make([][]int, n),
-		Recv: make([][]uint64, n), Sent: make([][]uint64, n), Retrans: make([][]uint64, n)}
+		Recv: make([][]uint64, n), Sent: make([][]uint64, n), Retrans: make([][]uint64, n),
+		RetxEarly: make([][]uint64, n), RetxSteady: make([][]uint64, n), FirstSteady: make([][]uint64, n)}
 	tick := sc.Tick
 	if tick <= 0 || time.Second%tick != 0 {
 		tick = time.Second
@@ -234,6 +263,12 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 				res.Recv[i] = append(res.Recv[i], ss.BytesRecv)
 				res.Sent[i] = append(res.Sent[i], cs.PktSent)
 				res.Retrans[i] = append(res.Retrans[i], cs.PktRetrans)
+				if fs.split != nil { // virtual time moved, so the tracer took every earlier event
+					early, steady, first := fs.split.counts()
+					res.RetxEarly[i] = append(res.RetxEarly[i], early)
+					res.RetxSteady[i] = append(res.RetxSteady[i], steady)
+					res.FirstSteady[i] = append(res.FirstSteady[i], first)
+				}
 			}
 			st := d.Forward.Stats()
 			res.Queue = append(res.Queue, st.QueuedBytes+st.QueuedPackets*simOverhead)
@@ -349,4 +384,47 @@ func logShares(t *testing.T, title string, sc connScenario, r connResult) {
 			title, sc.Flows[i].Name, s.PktSent, s.PktRetrans, s.PktRecvNAK, s.Timeouts, s.SendPeriod,
 			s.CongestionWindow, s.RTT, s.RecvRate, s.Bandwidth)
 	}
+}
+
+// retxSplit is a sender's Tracer that tells the retransmissions of packets first sent before a
+// moment from those of packets first sent after it. First transmissions go out in sequence order,
+// so the first packet sent at or after the moment is the boundary: a retransmitted packet before
+// it (in 31-bit serial order, spec §1.6) was first sent earlier.
+type retxSplit struct {
+	at                   time.Time
+	mu                   sync.Mutex
+	boundary             uint32
+	haveBoundary         bool
+	early, steady, first uint64
+}
+
+func newRetxSplit(at time.Time) *retxSplit { return &retxSplit{at: at} }
+
+func (r *retxSplit) Event(ev trace.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Kind {
+	case trace.PacketSent:
+		if !ev.Time.Before(r.at) {
+			if !r.haveBoundary {
+				r.boundary, r.haveBoundary = ev.Seq, true
+			}
+			r.first++
+		}
+	case trace.PacketRetransmitted:
+		// ev.Seq − boundary in serial arithmetic: below 2^30 means at or after the boundary.
+		if r.haveBoundary && (ev.Seq-r.boundary)&(1<<31-1) < 1<<30 {
+			r.steady++
+		} else {
+			r.early++
+		}
+	case trace.EventsLost:
+		panic("retxSplit: the trace lost events; the split would be wrong")
+	}
+}
+
+func (r *retxSplit) counts() (early, steady, first uint64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.early, r.steady, r.first
 }

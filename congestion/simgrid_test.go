@@ -139,9 +139,10 @@ func (c gridCell) scenario(name string, cc congestion.Factory, seed uint64, stea
 	queue := max(int(c.Buffer*float64(bdp)), gridMinQueue*simMSS)
 	dur := (c.startBudget() + steady + time.Second - 1).Truncate(time.Second)
 	sc := connScenario{Rate: c.Rate, RTT: c.RTT, QueueBytes: queue, Loss: c.Loss, Seed: seed, Tick: gridTick,
-		Window:   min(gridWindowPaths*(bdp+queue)/simMSS+1024, 1<<20),
-		Flows:    []connFlow{{Name: name, CC: cc}},
-		Duration: dur}
+		SteadyStart: c.startBudget(),
+		Window:      min(gridWindowPaths*(bdp+queue)/simMSS+1024, 1<<20),
+		Flows:       []connFlow{{Name: name, CC: cc}},
+		Duration:    dur}
 	gridKinds()[c.Kind].apply(&sc)
 	return sc
 }
@@ -150,10 +151,10 @@ func (c gridCell) scenario(name string, cc congestion.Factory, seed uint64, stea
 type cellResult struct {
 	Runs    int
 	Util    float64       // steady-state goodput (unique payload, counted on the wire) / the rate
-	Retrans float64       // steady-state retransmissions / data packets sent
+	Retrans float64       // steady state: retransmissions of packets first sent in it / data packets sent in it, those retransmissions included
 	Queue   time.Duration // median bottleneck queueing delay (the packet on the wire left out), sampled every gridTick in steady state
 	Startup time.Duration // end of the first window averaging ≥ 90 % of the rate; −1: never in the run
-	Drops   float64       // queue drops within the start-up budget, in BDPs
+	Drops   float64       // start-up losses: retransmissions of the packets first sent within the start-up budget, whenever sent, in BDPs
 	Lost    uint64        // the run's random losses and queue drops on the bottleneck
 	Wall    time.Duration // wall-clock time of the run(s)
 }
@@ -162,15 +163,20 @@ type cellResult struct {
 func measureCell(c gridCell, sc connScenario, r connResult) cellResult {
 	perTick := float64(c.Rate) / 8 * gridTick.Seconds() // wire bytes per tick at the rate
 	wire := func(payload uint64) float64 { return float64(payload) / simPayload * simMSS }
-	recv, sent, retx := r.Recv[0], r.Sent[0], r.Retrans[0]
+	recv := r.Recv[0]
+	steady, first := r.RetxSteady[0], r.FirstSteady[0]
 	n := len(recv)
 	at := func(d time.Duration) int { return min(max(int(d/gridTick)-1, 0), n-1) } // the sample at d
 	from := at(c.startBudget())
 	res := cellResult{Runs: 1, Startup: -1, Lost: r.Forward.DroppedLoss + r.Forward.DroppedQueue}
 	if from < n-1 {
 		res.Util = wire(recv[n-1]-recv[from]) / (perTick * float64(n-1-from))
-		if s := sent[n-1] - sent[from]; s > 0 {
-			res.Retrans = float64(retx[n-1]-retx[from]) / float64(s)
+		// A start-up's last rounds overflow the queue as the start-up budget ends, and their
+		// repair comes a round trip or two later: those retransmissions are the start-up's
+		// (Drops), not the steady state's, whenever they are sent.
+		rx := steady[n-1] - steady[from]
+		if s := first[n-1] - first[from] + rx; s > 0 {
+			res.Retrans = float64(rx) / float64(s)
 		}
 		q := slices.Clone(r.Queue[from+1:])
 		slices.Sort(q)
@@ -187,7 +193,7 @@ func measureCell(c gridCell, sc connScenario, r connResult) cellResult {
 			break
 		}
 	}
-	res.Drops = float64(r.QDrops[at(c.startBudget())]) / c.bdpPackets()
+	res.Drops = float64(r.RetxEarly[0][n-1]) / c.bdpPackets()
 	return res
 }
 
@@ -219,7 +225,7 @@ func runCell(t *testing.T, c gridCell, ctl simController, runs int, steady time.
 		}
 		m := measureCell(c, sc, r)
 		m.Wall = time.Since(start)
-		t.Logf("run %d: util %.1f %%, retrans %.2f %%, queue %v, start-up %v, start-up drops %.2f BDP; sender %d sent, %d retransmitted, %d timeouts; bottleneck %d random losses, %d queue drops; %v of wall clock for %v",
+		t.Logf("run %d: util %.1f %%, retrans %.2f %%, queue %v, start-up %v, start-up losses %.2f BDP; sender %d sent, %d retransmitted, %d timeouts; bottleneck %d random losses, %d queue drops; %v of wall clock for %v",
 			run, 100*m.Util, 100*m.Retrans, m.Queue.Round(10*time.Microsecond), m.Startup, m.Drops,
 			r.Sender[0].PktSent, r.Sender[0].PktRetrans, r.Sender[0].Timeouts, r.Forward.DroppedLoss,
 			r.Forward.DroppedQueue, m.Wall.Round(time.Millisecond), sc.Duration)

@@ -26,7 +26,7 @@ func gridTables(ctl simController, res map[gridCell]cellResult, runs int, steady
 	tg := issue10Targets
 	fmt.Fprintf(&b, "### %s: %d cells, worst of %d run(s) each, steady state over %v after the start-up budget (10 RTT + 1 s); %v of wall clock in all\n\n",
 		ctl.label(), len(cells), runs, steady, wall.Round(time.Second))
-	fmt.Fprintf(&b, "| bottleneck | cells | util ≥ %.0f %% (loss ≤ 1 %%) | util ≥ %.0f %% (3 %%) | retrans ≤ loss + 1 %% | queue ≤ RTT/4 + 1 ms (buffer ≥ 1 BDP) | start-up ≤ 10 RTT + 1 s (clean) | start-up drops ≤ 1 BDP (clean) |\n",
+	fmt.Fprintf(&b, "| bottleneck | cells | util ≥ %.0f %% (loss ≤ 1 %%) | util ≥ %.0f %% (3 %%) | retrans ≤ loss + 1 %% | queue ≤ RTT/4 + 1 ms (buffer ≥ 1 BDP) | start-up ≤ 10 RTT + 1 s (clean) | start-up losses ≤ 1 BDP (clean) |\n",
 		100*tg.Util, 100*tg.UtilLossy)
 	b.WriteString("|---|---|---|---|---|---|---|---|\n")
 	for k, kind := range kinds {
@@ -99,7 +99,7 @@ func gridTables(ctl simController, res map[gridCell]cellResult, runs int, steady
 	}
 
 	fmt.Fprintf(&b, "Every cell of %s:\n\n", ctl.label())
-	b.WriteString("| bottleneck | rate | RTT | loss | buffer (BDP) | util % | retrans % | queue | start-up | start-up drops (BDP) | wall | misses |\n")
+	b.WriteString("| bottleneck | rate | RTT | loss | buffer (BDP) | util % | retrans % | queue | start-up | start-up losses (BDP) | wall | misses |\n")
 	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, c := range cells {
 		r := res[c]

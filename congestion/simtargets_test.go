@@ -27,7 +27,7 @@ type simTargets struct {
 	StartRTTs int           // on a clean path ≥ StartLevel of the link within StartRTTs RTTs + StartAdd
 	StartAdd  time.Duration //
 	StartLvl  float64       //
-	StartDrop float64       // start-up drops ≤ StartDrop BDPs
+	StartDrop float64       // start-up losses (retransmissions of start-up packets) ≤ StartDrop BDPs
 	Jain      float64       // two flows of the controller: Jain's index ≥ Jain after 30 s
 	ShareLo   float64       // against a loss-based flow (1-BDP buffer): each side's share in [ShareLo, ShareHi]
 	ShareHi   float64       //
@@ -80,7 +80,7 @@ func (tg simTargets) check(c gridCell, r cellResult) []string {
 			fails = append(fails, fmt.Sprintf("start-up to %.0f %% %s > %v", 100*tg.StartLvl, startupName(r.Startup), b))
 		}
 		if r.Drops > tg.StartDrop {
-			fails = append(fails, fmt.Sprintf("start-up drops %.2f BDP > %g", r.Drops, tg.StartDrop))
+			fails = append(fails, fmt.Sprintf("start-up losses %.2f BDP > %g", r.Drops, tg.StartDrop))
 		}
 	}
 	return fails
