@@ -134,7 +134,7 @@ func TestSmokeRate(t *testing.T) {
 
 // checkThreadCPU checks a row's pacing-thread CPU: −1 off Linux; on Linux part of the sender
 // process's (0.5 points for the two clocks' edges), and measured for hybrid, which keeps its
-// goroutine on one thread (a backend that parks it may leave no two readings on one thread: −1).
+// goroutine on one thread (a backend that parks it moves it between threads: −1 then).
 func checkThreadCPU(t *testing.T, i int, r map[string]any) {
 	t.Helper()
 	th, proc := r["pacing_thread_cpu_pct"].(float64), r["pacer_cpu_pct"].(float64)

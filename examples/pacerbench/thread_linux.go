@@ -13,22 +13,29 @@ import (
 // sleep, or a spin) and the send. An interval in which the goroutine moved to another thread is
 // left out, and one in which it left its thread and came back counts what that thread ran in
 // between. The hybrid and spin backends keep the goroutine on one thread through their waits, so
-// for them it is the whole pacing thread; the backends whose waits park the goroutine in the Go
-// scheduler (gotimer, timerfd) or sleep on a helper thread of their own (nanosleep) leave out the
-// threads that wake it, which the sender process's CPU includes. A reading costs two system calls
+// for them it is the whole pacing thread. The backends whose waits park the goroutine in the Go
+// scheduler (gotimer, timerfd) move it between threads, so that most intervals are left out (a
+// third to two thirds of them at 100 Mbit/s–1 Gbit/s), and they also leave out the threads that
+// wake it: with fewer than threadCoverage of the intervals counted, total reports no figure and
+// only the sender process's CPU stands. A reading costs two system calls
 // (gettid, clock_gettime), about 9 % of the pacing thread's CPU at 100 Mbit/s if taken at every
 // Release, so it is taken at every threadSample-th one (the intervals between readings still
 // cover every Release but the last few).
 type threadCPU struct {
-	calls   int
-	last    int           // the thread of the previous reading
-	lastCPU time.Duration // its CPU clock then
-	sum     time.Duration
-	pairs   int
+	calls    int
+	readings int
+	last     int           // the thread of the previous reading
+	lastCPU  time.Duration // its CPU clock then
+	sum      time.Duration
+	pairs    int
 }
 
 // threadSample is how many Release calls one reading spans: the readings' cost falls to 1/16.
 const threadSample = 16
+
+// threadCoverage is the share of the intervals between readings that must fall on one thread for
+// the figure to stand for the pacing thread: an interval dropped for a move is CPU left out.
+const threadCoverage = 0.9
 
 func newThreadCPU() *threadCPU { return &threadCPU{} }
 
@@ -47,6 +54,7 @@ func (t *threadCPU) note() {
 		return
 	}
 	cpu := time.Duration(ts.Nano())
+	t.readings++
 	if tid == t.last {
 		t.sum += cpu - t.lastCPU
 		t.pairs++
@@ -54,5 +62,8 @@ func (t *threadCPU) note() {
 	t.last, t.lastCPU = tid, cpu
 }
 
-// total returns the CPU counted; ok is false when no two consecutive calls shared a thread.
-func (t *threadCPU) total() (cpu time.Duration, ok bool) { return t.sum, t.pairs > 0 }
+// total returns the CPU counted; ok is false when fewer than threadCoverage of the intervals
+// between readings stayed on one thread.
+func (t *threadCPU) total() (cpu time.Duration, ok bool) {
+	return t.sum, t.readings > 1 && float64(t.pairs) >= threadCoverage*float64(t.readings-1)
+}
