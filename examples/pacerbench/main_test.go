@@ -101,6 +101,7 @@ func TestSmokePeriodic(t *testing.T) {
 func TestSmokeRate(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	png := filepath.Join(t.TempDir(), "frontier.png")
+	hybridMeasured := 0
 	for _, strict := range []string{"-strict=false", "-strict"} {
 		rows := runJSON(t, "rate", "-backends", "gotimer,hybrid", "-rates", "20mbit,50mbit", "-tolerances", "0,100us",
 			"-duration", "100ms", "-plot", png, strict)
@@ -125,16 +126,24 @@ func TestSmokeRate(t *testing.T) {
 				t.Errorf("row %d: err p50 %v, p99 %v, max %v out of order", i, p50, p99, mx)
 			}
 			checkThreadCPU(t, i, r)
+			if r["backend"] == "hybrid" && r["pacing_thread_cpu_pct"].(float64) > 0 {
+				hybridMeasured++
+			}
 		}
 		if fi, err := os.Stat(png); err != nil || fi.Size() == 0 {
 			t.Errorf("frontier plot not written: %v", err)
 		}
 	}
+	// Hybrid keeps its goroutine on one thread, so its rows are measured, bar the odd short run
+	// whose goroutine moved at its start (under threadCoverage of 10–20 readings): not all eight.
+	if runtime.GOOS == "linux" && hybridMeasured == 0 {
+		t.Error("no hybrid row has a pacing-thread figure")
+	}
 }
 
-// checkThreadCPU checks a row's pacing-thread CPU: −1 off Linux; on Linux part of the sender
-// process's (0.5 points for the two clocks' edges), and measured for hybrid, which keeps its
-// goroutine on one thread (a backend that parks it moves it between threads: −1 then).
+// checkThreadCPU checks a row's pacing-thread CPU: −1 off Linux; on Linux, when measured (−1:
+// the goroutine moved between threads too often, see threadCoverage), part of the sender
+// process's (0.5 points for the two clocks' edges).
 func checkThreadCPU(t *testing.T, i int, r map[string]any) {
 	t.Helper()
 	th, proc := r["pacing_thread_cpu_pct"].(float64), r["pacer_cpu_pct"].(float64)
@@ -144,7 +153,7 @@ func checkThreadCPU(t *testing.T, i int, r map[string]any) {
 		}
 		return
 	}
-	if th == -1 && r["backend"] != "hybrid" {
+	if th == -1 {
 		return
 	}
 	if th <= 0 || th > proc+0.5 {
