@@ -90,16 +90,13 @@ type connResult struct {
 	Random   []uint64         // random losses per second
 
 	// The Tick series (with connScenario.Tick): element k is sampled (k+1)·Tick after the start.
-	Recv    [][]uint64 // Recv[flow][k]: payload bytes the receiver accepted so far (unique data)
-	Sent    [][]uint64 // Sent[flow][k]: data packets sent so far, retransmissions included
-	Retrans [][]uint64 // Retrans[flow][k]: data packets retransmitted so far
+	Recv  [][]uint64 // Recv[flow][k]: payload bytes the receiver accepted so far (unique data)
+	Queue []int      // the bottleneck's queue in bytes on the wire (datagrams + Overhead)
 
 	// With connScenario.SteadyStart, per flow, so far at each tick: retransmissions of packets
 	// first sent before SteadyStart (RetxEarly), of packets first sent from then on
 	// (RetxSteady), and first transmissions from then on (FirstSteady).
 	RetxEarly, RetxSteady, FirstSteady [][]uint64
-	Queue                              []int    // the bottleneck's queue in bytes on the wire (datagrams + Overhead)
-	QDrops                             []uint64 // the bottleneck's queue drops so far
 }
 
 // runConns runs sc inside a synctest bubble and returns the per-second figures.
@@ -153,10 +150,8 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		client   *conn.Conn
 		server   *conn.Conn
 		ln       *conn.Listener
-		received int64 // payload bytes read by the application
-
-		split     *retxSplit   // with SteadyStart: the sender's trace
-		senderCfg *conn.Config // with SteadyStart: cfg with the sender's Tracer
+		received int64      // payload bytes read by the application
+		split    *retxSplit // with SteadyStart: the sender's trace
 	}
 	flows := make([]*flowState, n)
 	var wg sync.WaitGroup
@@ -166,16 +161,12 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		fs := &flowState{}
 		flows[i] = fs
 		cfg := sc.connConfig(f.CC)
+		dialCfg := cfg
 		if sc.SteadyStart > 0 {
 			fs.split = newRetxSplit(begin.Add(sc.SteadyStart))
 			sender := *cfg
-			sender.Tracer = func(info trace.ConnInfo) trace.Tracer {
-				if info.Server {
-					return nil
-				}
-				return fs.split
-			}
-			fs.senderCfg = &sender
+			sender.Tracer = func(trace.ConnInfo) trace.Tracer { return fs.split } // dialed: the sender
+			dialCfg = &sender
 		}
 		ln, err := conn.NewListener(d.Right[i], cfg)
 		if err != nil {
@@ -211,11 +202,7 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 			case <-stop:
 				return
 			}
-			dcfg := cfg
-			if fs.senderCfg != nil {
-				dcfg = fs.senderCfg
-			}
-			c, err := conn.DialPacketContext(context.Background(), d.Left[i], d.Right[i].LocalAddr(), dcfg)
+			c, err := conn.DialPacketContext(context.Background(), d.Left[i], d.Right[i].LocalAddr(), dialCfg)
 			if err != nil {
 				t.Errorf("flow %d: dial: %v", i, err)
 				return
@@ -239,8 +226,7 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 
 	secs := int(sc.Duration / time.Second)
 	res := connResult{Share: make([][]float64, n), Pacing: make([][]float64, n), Flight: make([][]int, n),
-		Recv: make([][]uint64, n), Sent: make([][]uint64, n), Retrans: make([][]uint64, n),
-		RetxEarly: make([][]uint64, n), RetxSteady: make([][]uint64, n), FirstSteady: make([][]uint64, n)}
+		Recv: make([][]uint64, n), RetxEarly: make([][]uint64, n), RetxSteady: make([][]uint64, n), FirstSteady: make([][]uint64, n)}
 	tick := sc.Tick
 	if tick <= 0 || time.Second%tick != 0 {
 		tick = time.Second
@@ -254,18 +240,13 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		if sc.Tick > 0 {
 			for i, fs := range flows {
 				fs.mu.Lock()
-				c, s := fs.client, fs.server
+				s := fs.server
 				fs.mu.Unlock()
-				var cs, ss conn.Stats
-				if c != nil {
-					cs = c.Stats()
-				}
+				var ss conn.Stats
 				if s != nil {
 					ss = s.Stats()
 				}
 				res.Recv[i] = append(res.Recv[i], ss.BytesRecv)
-				res.Sent[i] = append(res.Sent[i], cs.PktSent)
-				res.Retrans[i] = append(res.Retrans[i], cs.PktRetrans)
 				if fs.split != nil { // virtual time moved, so the tracer took every earlier event
 					early, steady, first := fs.split.counts()
 					res.RetxEarly[i] = append(res.RetxEarly[i], early)
@@ -275,7 +256,6 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 			}
 			st := d.Forward.Stats()
 			res.Queue = append(res.Queue, st.QueuedBytes+st.QueuedPackets*simOverhead)
-			res.QDrops = append(res.QDrops, st.DroppedQueue)
 		}
 		if k%perTick != 0 {
 			continue

@@ -38,7 +38,7 @@ func saveFrontier(path string, rows []rateRow) error {
 			}
 			// Log axes cannot show 0: floor at 0.01 % of a core and 0.01 µs.
 			cpu := r.ThreadCPUPct
-			if cpu < 0 { // not measured on this OS
+			if cpu < 0 { // not measured: not Linux, or the goroutine moved between threads (threadCPU)
 				cpu = r.PacerCPUPct
 			}
 			pts = append(pts, plotter.XY{X: max(cpu, 0.01), Y: max(r.ErrP99US, 0.01)})

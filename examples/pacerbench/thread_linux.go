@@ -13,14 +13,14 @@ import (
 // sleep, or a spin) and the send. An interval in which the goroutine moved to another thread is
 // left out, and one in which it left its thread and came back counts what that thread ran in
 // between. The hybrid and spin backends keep the goroutine on one thread through their waits, so
-// for them it is the whole pacing thread. A backend whose wait parks the goroutine (gotimer, in
-// the Go scheduler; nanosleep, on its helper thread) moves it between threads, so that many
-// intervals are left out (gotimer: a third to two thirds of them at 100 Mbit/s–1 Gbit/s), and the
-// threads that wake it are never counted: with fewer than threadCoverage of the intervals
-// counted, total reports no figure and only the sender process's CPU stands. A reading costs two system calls
+// for them it is the whole pacing thread. A backend whose wait parks the goroutine (gotimer, in the
+// Go scheduler; nanosleep, on its helper thread) moves it between threads, so that many intervals
+// are left out (gotimer: a third to two thirds of them at 100 Mbit/s–1 Gbit/s), and the threads
+// that wake it are never counted: with fewer than threadCoverage of the intervals counted, total
+// reports no figure and only the sender process's CPU stands. A reading costs two system calls
 // (gettid, clock_gettime), about 9 % of the pacing thread's CPU at 100 Mbit/s if taken at every
-// Release, so it is taken at every threadSample-th one (the intervals between readings still
-// cover every Release but the last few).
+// Release, so it is taken at every threadSample-th one (the intervals between readings still cover
+// every Release but the last few).
 type threadCPU struct {
 	calls    int
 	readings int
