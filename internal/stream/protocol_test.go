@@ -338,3 +338,51 @@ func TestTinyACKPeriod(t *testing.T) {
 		t.Fatalf("%d ACKs for 3 packets with a 1 ns ACK period, want 3", n)
 	}
 }
+
+// A packet that fills the hole at the cumulative ACK point is acknowledged at once (RFC 5681
+// §4.2); one that fills a later hole changes no ACK number and waits for the timer ACK.
+func TestACKOnFilledHole(t *testing.T) {
+	now := time.Unix(100, 0)
+	const isn = 1<<31 - 3 // the holes straddle the wrap
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: now}, now)
+	c := capture{e}
+	acks := func() []packet.ACK {
+		var out []packet.ACK
+		for _, p := range c.take() {
+			var a packet.ACK
+			if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
+				out = append(out, a)
+			}
+		}
+		return out
+	}
+	full := e.payloadSize
+	// pkt is packet i stamped at µs ts (spec §1.2): originals at 10·i, retransmissions later, so
+	// the receiver tells a repair from a late original (reorder.go).
+	pkt := func(i int, ts uint32) []byte {
+		b := dataPkt(sqAdd(isn, i), 7, full)
+		binary.BigEndian.PutUint32(b[8:], ts)
+		return b
+	}
+	// 0–4, then holes at 5 and 7.
+	for _, i := range []int{0, 1, 2, 3, 4, 6, 8, 9} {
+		e.HandlePacket(now, pkt(i, uint32(10*i)))
+	}
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("%d ACKs before any hole was filled, want none (the timer's)", len(a))
+	}
+	now = now.Add(100 * time.Microsecond)
+	e.HandlePacket(now, pkt(7, 500))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("filling the second hole sent %+v; the ACK number is unchanged, want none", a)
+	}
+	e.HandlePacket(now, pkt(5, 510))
+	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 10) {
+		t.Fatalf("filling the hole at the ACK point sent %+v, want one ACK of 10 packets", a)
+	}
+	// A duplicate of a filled packet sends nothing.
+	e.HandlePacket(now, pkt(5, 520))
+	if a := acks(); len(a) != 0 {
+		t.Fatalf("a duplicate sent %+v, want none", a)
+	}
+}

@@ -22,6 +22,7 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	e.arrivals.OnArrival(now, seq)
 	// The receive buffer accepts [read point, read point + RecvBuffer) once each (spec §4.4).
 	ts := be.Uint32(b[8:])
+	ackPoint := e.rcv.AckSeq()
 	switch err := e.insert(seq, b, payload); err {
 	case nil:
 	case buffer.ErrBeyondWindow:
@@ -45,6 +46,14 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 	} else {
 		e.stats.PktRecvFilled++
 		e.onFill(t, now, seq, ts)
+		if seq == ackPoint {
+			// It filled the hole at the cumulative ACK point: ACK at once (RFC 5681 §4.2, "an
+			// immediate ACK ... when the incoming segment fills in all or part of a gap"). UDT4
+			// has no SACK, so until this ACK the sender knows nothing of what arrived behind the
+			// hole, and a window-limited sender waits for it; the timer ACK would come up to 1.25
+			// ACK periods later (ackDue).
+			e.ackForce = true
+		}
 	}
 	// UDT4 ACKs right after a packet shorter than its full payload (spec §4.4 step 6): the end of
 	// a burst. A sender whose packets fit a path MTU below the MSS (pmtud.go) sends only such
