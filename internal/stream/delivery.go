@@ -277,8 +277,7 @@ func (d *deliveryTracker) rtt(fallback time.Duration) (srtt, rttVar time.Duratio
 // or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
 // Retransmissions are never implied: their hole stays open until an ACK closes it.
 func (d *deliveryTracker) imply(t, fallback time.Duration) {
-	srtt, rttVar := d.rtt(fallback)
-	old := t - (max(srtt, d.recentRTT) + 4*rttVar)
+	old := t - d.implyWait(fallback)
 	k := max(seqno.Offset(d.base, d.impliedFront), 0)
 	last := -1 // the newest old-enough first transmission not yet implied
 	for ; k < d.n; k++ {
@@ -301,6 +300,31 @@ func (d *deliveryTracker) imply(t, fallback time.Duration) {
 	}
 }
 
+// implyWait is how long ago a packet must have been sent for imply to take it out of the flight.
+func (d *deliveryTracker) implyWait(fallback time.Duration) time.Duration {
+	srtt, rttVar := d.rtt(fallback)
+	return max(srtt, d.recentRTT) + 4*rttVar
+}
+
+// implyDue returns when imply will next take a packet out of the flight, if it ever will without
+// new packets sent: once the second first transmission at or after impliedFront is old enough
+// (imply needs a later packet as old as the one it implies). Its rule is time-based, so a sender
+// held back by its window must wake then (RFC 8985 §6.2 arms its reordering timer for the same
+// reason): while a hole holds UDT's cumulative ACK, nothing else would.
+func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool) {
+	seen := 0
+	for k := max(seqno.Offset(d.base, d.impliedFront), 0); k < d.n; k++ {
+		p := d.at(k)
+		if p.flags&pktRetrans != 0 {
+			continue
+		}
+		if seen++; seen == 2 {
+			return p.sent + d.implyWait(fallback), true
+		}
+	}
+	return 0, false
+}
+
 func (d *deliveryTracker) implyAt(k int) {
 	p := d.at(k)
 	if p.flags&pktInFlight == 0 || p.flags&pktEverLost != 0 {
@@ -318,12 +342,26 @@ func (d *deliveryTracker) implyAt(k int) {
 // would wait for a timer or the periodic NAK, about four round trips (RFC 8985's RACK reasons
 // the same way from SACKs; UDT4's cumulative ACK is the evidence here, and only for the lowest
 // hole, since packets above it are acknowledged only once it is repaired).
-func (d *deliveryTracker) lostRepair(t, wait time.Duration) bool {
+//
+// heard is when the peer was last heard from. Only a peer heard from after the repair left can
+// have shown it missing: without that, silence is no evidence (the path may be dead, which the
+// retransmission timer's backoff handles), so the repair is not declared lost again and again.
+func (d *deliveryTracker) lostRepair(t, wait, heard time.Duration) bool {
+	due, ok := d.lostRepairDue(wait, heard)
+	return ok && t >= due
+}
+
+// lostRepairDue returns when lostRepair will declare the first unacknowledged packet's repair
+// lost, if that packet is a retransmission in flight and the peer was heard from after it left.
+func (d *deliveryTracker) lostRepairDue(wait, heard time.Duration) (time.Duration, bool) {
 	if d.n == 0 {
-		return false
+		return 0, false
 	}
 	p := d.at(0)
-	return p.flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight && t-p.sent > wait
+	if p.flags&(pktRetrans|pktInFlight) != pktRetrans|pktInFlight || heard <= p.sent {
+		return 0, false
+	}
+	return p.sent + wait + time.Nanosecond, true // strictly more than wait after it left
 }
 
 // spurious notes that seq, declared lost, was not: an ACK covered it before its resend left, or

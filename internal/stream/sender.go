@@ -247,7 +247,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.traceACKReceived()
 		}
 		e.peerAnswered()
-		e.checkLostRepair(t)
+		e.checkLostRepair(t, t)
 		e.deliveryDone(t, now)
 		return true
 	}
@@ -262,7 +262,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		}
 	}
 	e.peerAnswered()
-	e.checkLostRepair(t)
+	e.checkLostRepair(t, t)
 	e.deliveryDone(t, now)
 	if seqno.Offset(e.sndLastDataAck, ack) <= 0 {
 		return true // a repeated or reordered ACK
@@ -348,15 +348,45 @@ func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
 }
 
 // checkLostRepair re-queues the first unacknowledged packet when an ACK still names it missing
-// well after its retransmission should have arrived (delivery.go's lostRepair).
-func (e *Endpoint) checkLostRepair(t time.Duration) {
-	srtt, rttVar := e.dlv.rtt(e.rtt.RTT())
+// well after its retransmission should have arrived (delivery.go's lostRepair); on the timer
+// (heard: when the peer was last heard from), when the peer has spoken since the repair left and
+// has still not acknowledged it by then.
+func (e *Endpoint) checkLostRepair(t, heard time.Duration) {
 	if e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
 		return // already queued
 	}
-	if e.dlv.lostRepair(t, srtt+4*rttVar+SYN+e.sndReorderWindow()) {
+	if e.dlv.lostRepair(t, e.lostRepairWait(), heard) {
 		first := e.sndLastAck()
 		e.stats.SndLoss += uint64(e.addLoss(first, first))
 		e.stats.RetransLost++
 	}
+}
+
+// lostRepairWait is how long a repair may go unacknowledged before checkLostRepair declares it
+// lost: a round trip and its variation (RFC 6298's SRTT + 4·RTTVAR), a UDT4 receiver's ACK period
+// (SYN) and the reordering window.
+func (e *Endpoint) lostRepairWait() time.Duration {
+	srtt, rttVar := e.dlv.rtt(e.rtt.RTT())
+	return srtt + 4*rttVar + SYN + e.sndReorderWindow()
+}
+
+// lostRepairDue returns when checkLostRepair must run without an ACK to trigger it: while the
+// first unacknowledged packet is a repair in flight. Its test is time-based, and while that hole
+// holds UDT's cumulative ACK the receiver may send nothing at all (its ACK number does not move),
+// so a timer must run it, as RFC 8985 §6.2 arms one for RACK's.
+func (e *Endpoint) lostRepairDue() (time.Duration, bool) {
+	if e.dlv.n == 0 || e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
+		return 0, false
+	}
+	return e.dlv.lostRepairDue(e.lostRepairWait(), e.lastRecv)
+}
+
+// windowImplyDue returns when the delivery tracker's imply will free room in a congestion window
+// that holds the sender back (see deliveryTracker.implyDue); false when the window does not.
+func (e *Endpoint) windowImplyDue() (time.Duration, bool) {
+	if e.dcc == nil || e.cwnd == 0 || e.dlv.inflightPkts < e.cwnd || e.awaitingPeer ||
+		e.snd.Unsent() == 0 || e.inFlight() >= e.flowWindow || !e.active() {
+		return 0, false
+	}
+	return e.dlv.implyDue(e.rtt.RTT())
 }

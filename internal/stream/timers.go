@@ -53,6 +53,10 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	e.checkPendingNAK(t, now)
 	e.checkNAK(t, now)
 	e.checkDeferred(t, now)
+	e.checkLostRepair(t, e.lastRecv)
+	if e.dcc != nil {
+		e.dlv.imply(t, e.rtt.RTT())
+	}
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
 	}
@@ -217,6 +221,12 @@ func (e *Endpoint) NextTimer() time.Time {
 	}
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())
+	}
+	if d, ok := e.lostRepairDue(); ok {
+		next = min(next, d)
+	}
+	if d, ok := e.windowImplyDue(); ok {
+		next = min(next, d)
 	}
 	return e.at(e.lingerTimer(next))
 }

@@ -1,0 +1,93 @@
+package stream
+
+import (
+	"encoding/binary"
+	"testing"
+	"time"
+
+	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// A lost repair holds UDT's cumulative ACK, and the receiver then says nothing (its ACK number
+// does not move): only the sender's timers can act. The packets behind the hole leave the flight
+// once imply's wait has passed (delivery.go), so a window-limited sender resumes then instead of
+// waiting for the tail-loss probe (2·SYN at least): the longest pause while the hole is open is
+// about imply's wait, not the probe's. Asserted with a margin of 1.5× the longest wait imply
+// asked for during the hole, over short paths where the probe's floor dominates. And the receiver
+// re-reports the hole once its repair is overdue, so the repair is resent within about a round
+// trip of that, long before the probe.
+func TestLostRepairDoesNotStallTheWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // one way
+		rate  int64         // bytes/s
+	}{
+		{"100Mbit-1ms", 500 * time.Microsecond, 12_500_000},
+		{"100Mbit-4ms", 2 * time.Millisecond, 12_500_000},
+		{"20Mbit-2ms", time.Millisecond, 2_500_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const isn = 1<<31 - 1000 // the hole lies past the wrap
+			target := seqno.Seq(isn).Add(3000)
+			var (
+				tx       int           // transmissions of target seen
+				holeFrom time.Time     // the first repair's departure
+				holeTo   time.Time     // the repair that arrived
+				last     time.Time     // the previous data departure while the hole is open
+				maxGap   time.Duration // the longest pause between data departures then
+				maxWait  time.Duration // the longest imply wait seen then
+				maxRcvTO time.Duration // the receiver's longest SRTT + 4·RTTVAR then
+				l        *link
+			)
+			fwd := linkRules{delay: tc.delay, rate: tc.rate, queue: 200, drop: func(b []byte) bool {
+				if b[0]&0x80 != 0 {
+					return false
+				}
+				seq := seqno.SeqFromWire(binary.BigEndian.Uint32(b))
+				open := !holeFrom.IsZero() && holeTo.IsZero()
+				if open {
+					if g := l.now.Sub(last); g > maxGap {
+						maxGap = g
+					}
+					last = l.now
+					e := l.ep[0]
+					maxWait = max(maxWait, e.dlv.implyWait(e.rtt.RTT()))
+					maxRcvTO = max(maxRcvTO, l.ep[1].rtt.Timeout()+l.ep[1].rcvReorderWindow())
+				}
+				if seq != target {
+					return false
+				}
+				tx++
+				switch tx {
+				case 1:
+					return true
+				case 2:
+					holeFrom, last = l.now, l.now
+					return true
+				case 3:
+					holeTo = l.now
+				}
+				return false
+			}}
+			l = newLink(7, fwd, linkRules{delay: tc.delay})
+			bbr := func() congestion.Controller { return congestion.BBRFactory()() }
+			newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
+			transfer(t, l, 12<<20, false, time.Minute)
+			if holeTo.IsZero() {
+				t.Fatalf("the target was sent %d times, want 3", tx)
+			}
+			hole := holeTo.Sub(holeFrom)
+			t.Logf("hole open %v (receiver's SRTT + 4·RTTVAR + reordering window up to %v); longest pause %v, longest imply wait %v; probes %d",
+				hole, maxRcvTO, maxGap, maxWait, l.ep[0].Stats().Probes)
+			if maxGap > maxWait*3/2 {
+				t.Errorf("the sender paused %v while the lost repair held the ACK, want ≤ 1.5 × imply's wait (%v)", maxGap, maxWait)
+			}
+			// The receiver re-reports the hole once a repair is overdue (nakInterval); the sender
+			// resends on that NAK: the second repair leaves within about two of its intervals.
+			if hole > 2*maxRcvTO {
+				t.Errorf("the lost repair was resent %v after it, want ≤ 2 × (SRTT + 4·RTTVAR + window) = %v", hole, 2*maxRcvTO)
+			}
+		})
+	}
+}
