@@ -235,8 +235,17 @@ func (e *Endpoint) onACK2(now time.Time, ackNo uint32) {
 	}
 }
 
-// nakInterval is the periodic NAK interval: 4·RTT + RTTVar + SYN (draft-gg-udt-03 §4.4).
-func (e *Endpoint) nakInterval() time.Duration { return 4*e.rtt.RTT() + e.rtt.RTTVar() + SYN }
+// nakInterval is the periodic NAK interval: how long a reported range may stay missing before it
+// is reported again. draft-gg-udt-03 §4.4 gives 4·RTT + RTTVar + SYN; here it is at most the time
+// a repair needs to come back, SRTT + 4·RTTVAR (RFC 6298's bound on a round trip), plus the
+// reordering window (the repair may be overtaken too). A repair that has not arrived by then was
+// lost as well (RFC 8985 §6.2 reasons the same way at the sender): a UDT 4.9+ sender NAKed once
+// waits for its retransmission timer, and ours hears nothing while the hole holds the ACK, so the
+// draft's four round trips leave it stalled. A re-report that proves early costs one duplicate:
+// a sender of ours ignores a NAK for a packet it resent less than a minimum RTT before.
+func (e *Endpoint) nakInterval() time.Duration {
+	return min(4*e.rtt.RTT()+e.rtt.RTTVar()+SYN, e.rtt.Timeout()+e.rcvReorderWindow())
+}
 
 // nakCheckEvery is how often the periodic NAK looks for due ranges: each missing range is
 // re-reported between one and 1.25 NAK intervals after its previous report.
