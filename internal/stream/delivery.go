@@ -335,8 +335,8 @@ func (d *deliveryTracker) implyAt(k int) {
 	d.inflightPkts--
 }
 
-// lostRepair reports whether the first unacknowledged packet is a retransmission that the
-// receiver's cumulative ACK still names as missing although it left more than wait ago (a round
+// lostRepairDue returns when the first unacknowledged packet, a retransmission that the
+// receiver's cumulative ACK still names as missing, will have left more than wait ago (a round
 // trip, its variation, the ACK period and the reordering window): the repair was lost too. A UDT4
 // receiver reports a gap once; without this the hole, and everything after it in both buffers,
 // would wait for a timer or the periodic NAK, about four round trips (RFC 8985's RACK reasons
@@ -346,13 +346,7 @@ func (d *deliveryTracker) implyAt(k int) {
 // heard is when the peer was last heard from. Only a peer heard from after the repair left can
 // have shown it missing: without that, silence is no evidence (the path may be dead, which the
 // retransmission timer's backoff handles), so the repair is not declared lost again and again.
-func (d *deliveryTracker) lostRepair(t, wait, heard time.Duration) bool {
-	due, ok := d.lostRepairDue(wait, heard)
-	return ok && t >= due
-}
-
-// lostRepairDue returns when lostRepair will declare the first unacknowledged packet's repair
-// lost, if that packet is a retransmission in flight and the peer was heard from after it left.
+// It reports false if that packet is no retransmission in flight.
 func (d *deliveryTracker) lostRepairDue(wait, heard time.Duration) (time.Duration, bool) {
 	if d.n == 0 {
 		return 0, false

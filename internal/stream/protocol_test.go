@@ -29,6 +29,18 @@ func (c *capture) take() [][]byte {
 	}
 }
 
+// acks takes the queued control packets and returns the ACKs among them, decoded.
+func (c *capture) acks() []packet.ACK {
+	var out []packet.ACK
+	for _, p := range c.take() {
+		var a packet.ACK
+		if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 func dataPkt(seq, dst uint32, n int) []byte {
 	b := make([]byte, 16+n)
 	binary.BigEndian.PutUint32(b, seq)
@@ -264,16 +276,6 @@ func TestTimerACKLeavesOnArrival(t *testing.T) {
 	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: start}, start)
 	c := capture{e}
 	at := func(us int) time.Time { return start.Add(time.Duration(us) * time.Microsecond) }
-	acks := func() []packet.ACK {
-		var out []packet.ACK
-		for _, p := range c.take() {
-			var a packet.ACK
-			if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
 	// The period is SYN (10 ms) before an RTT sample. Packets at 1, 4 and 7 ms.
 	for i, ms := range []int{1, 4, 7} {
 		e.HandlePacket(at(ms*1000), dataPkt(sqAdd(isn, i), 7, e.payloadSize))
@@ -283,11 +285,11 @@ func TestTimerACKLeavesOnArrival(t *testing.T) {
 		t.Fatalf("next timer %v after the start, want 17.5 ms", got.Sub(start))
 	}
 	e.OnTimer(at(10000))
-	if a := acks(); len(a) != 0 {
+	if a := c.acks(); len(a) != 0 {
 		t.Fatalf("the timer sent %d ACKs at 10 ms while data was arriving, want none", len(a))
 	}
 	e.HandlePacket(at(11000), dataPkt(sqAdd(isn, 3), 7, e.payloadSize))
-	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 4) {
+	if a := c.acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 4) {
 		t.Fatalf("ACKs on the arrival at 11 ms: %+v, want one acknowledging 4 packets", a)
 	}
 	// The flight ends at 14 ms: the timer sends its ACK a period later, rounded up to the grid
@@ -297,11 +299,11 @@ func TestTimerACKLeavesOnArrival(t *testing.T) {
 		t.Fatalf("next timer %v after the start, want 26 ms", got.Sub(start))
 	}
 	e.OnTimer(at(21000))
-	if a := acks(); len(a) != 0 {
+	if a := c.acks(); len(a) != 0 {
 		t.Fatalf("%d ACKs at 21 ms, 7 ms after the last packet; want none", len(a))
 	}
 	e.OnTimer(at(26000))
-	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 5) {
+	if a := c.acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 5) {
 		t.Fatalf("ACKs at 26 ms: %+v, want one acknowledging 5 packets", a)
 	}
 }
@@ -346,16 +348,6 @@ func TestACKOnFilledHole(t *testing.T) {
 	const isn = 1<<31 - 3 // the holes straddle the wrap
 	e := New(Config{LocalID: 7, PeerID: 8, ISN: 1, PeerISN: isn, RecvBuffer: 1000, Start: now}, now)
 	c := capture{e}
-	acks := func() []packet.ACK {
-		var out []packet.ACK
-		for _, p := range c.take() {
-			var a packet.ACK
-			if typ, _ := packet.Type(p); typ == packet.TypeACK && a.Decode(p) == nil {
-				out = append(out, a)
-			}
-		}
-		return out
-	}
 	full := e.payloadSize
 	// pkt is packet i stamped at µs ts (spec §1.2): originals at 10·i, retransmissions later, so
 	// the receiver tells a repair from a late original (reorder.go).
@@ -368,21 +360,21 @@ func TestACKOnFilledHole(t *testing.T) {
 	for _, i := range []int{0, 1, 2, 3, 4, 6, 8, 9} {
 		e.HandlePacket(now, pkt(i, uint32(10*i)))
 	}
-	if a := acks(); len(a) != 0 {
+	if a := c.acks(); len(a) != 0 {
 		t.Fatalf("%d ACKs before any hole was filled, want none (the timer's)", len(a))
 	}
 	now = now.Add(100 * time.Microsecond)
 	e.HandlePacket(now, pkt(7, 500))
-	if a := acks(); len(a) != 0 {
+	if a := c.acks(); len(a) != 0 {
 		t.Fatalf("filling the second hole sent %+v; the ACK number is unchanged, want none", a)
 	}
 	e.HandlePacket(now, pkt(5, 510))
-	if a := acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 10) {
+	if a := c.acks(); len(a) != 1 || a[0].AckNo != sqAdd(isn, 10) {
 		t.Fatalf("filling the hole at the ACK point sent %+v, want one ACK of 10 packets", a)
 	}
 	// A duplicate of a filled packet sends nothing.
 	e.HandlePacket(now, pkt(5, 520))
-	if a := acks(); len(a) != 0 {
+	if a := c.acks(); len(a) != 0 {
 		t.Fatalf("a duplicate sent %+v, want none", a)
 	}
 }

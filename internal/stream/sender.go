@@ -352,10 +352,7 @@ func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
 // (heard: when the peer was last heard from), when the peer has spoken since the repair left and
 // has still not acknowledged it by then.
 func (e *Endpoint) checkLostRepair(t, heard time.Duration) {
-	if e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
-		return // already queued
-	}
-	if e.dlv.lostRepair(t, e.lostRepairWait(), heard) {
+	if due, ok := e.lostRepairDue(heard); ok && t >= due {
 		first := e.sndLastAck()
 		e.stats.SndLoss += uint64(e.addLoss(first, first))
 		e.stats.RetransLost++
@@ -370,15 +367,16 @@ func (e *Endpoint) lostRepairWait() time.Duration {
 	return srtt + 4*rttVar + SYN + e.sndReorderWindow()
 }
 
-// lostRepairDue returns when checkLostRepair must run without an ACK to trigger it: while the
-// first unacknowledged packet is a repair in flight. Its test is time-based, and while that hole
-// holds UDT's cumulative ACK the receiver may send nothing at all (its ACK number does not move),
-// so a timer must run it, as RFC 8985 §6.2 arms one for RACK's.
-func (e *Endpoint) lostRepairDue() (time.Duration, bool) {
+// lostRepairDue returns when checkLostRepair declares the first unacknowledged packet's repair
+// lost (the peer last heard from at heard), unless it is already queued again. NextTimer arms it
+// too: the test is time-based, and while that hole holds UDT's cumulative ACK the receiver may
+// send nothing at all (its ACK number does not move), so a timer must run it, as RFC 8985 §6.2
+// arms one for RACK's.
+func (e *Endpoint) lostRepairDue(heard time.Duration) (time.Duration, bool) {
 	if e.dlv.n == 0 || e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
 		return 0, false
 	}
-	return e.dlv.lostRepairDue(e.lostRepairWait(), e.lastRecv)
+	return e.dlv.lostRepairDue(e.lostRepairWait(), heard)
 }
 
 // windowImplyDue returns when the delivery tracker's imply will free room in a congestion window

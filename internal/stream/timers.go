@@ -222,7 +222,7 @@ func (e *Endpoint) NextTimer() time.Time {
 	if e.inFlight() > 0 {
 		next = min(next, e.rtoBase+e.rtoInterval())
 	}
-	if d, ok := e.lostRepairDue(); ok {
+	if d, ok := e.lostRepairDue(e.lastRecv); ok {
 		next = min(next, d)
 	}
 	if d, ok := e.windowImplyDue(); ok {
