@@ -221,20 +221,26 @@ func TestBBRRenoRoundsQuantised(t *testing.T) {
 // network and adds the ACK-aggregation allowance on top: on a path whose BDP is a packet, the
 // allowance (what one UDT ACK covers) must not be the whole flight, or the flight ends before the
 // receiver's ACK period does and the link idles until its quiet timer (a testbed trace at 0.15 ms:
-// 71–76 % of the link's packets sent during a ProbeRTT with the allowance inside the max).
+// 71–76 % of the link's packets sent during a ProbeRTT with the allowance inside the max). The
+// first three cases tell the two forms apart (old: max(BDP/2 + allowance, 4)); the last one is
+// where they agree.
 func TestBBRProbeRTTCwndKeepsThePipe(t *testing.T) {
 	const pkt = 1472.0
 	for _, c := range []struct {
-		name       string
-		bw         float64 // bytes/s
-		rtt        time.Duration
-		allowance  float64 // packets
-		wantPipePk float64 // the draft's window in packets: max(BDP/2, 4)
+		name      string
+		bw        float64 // bytes/s
+		rtt       time.Duration
+		allowance float64 // packets
+		want      float64 // packets
 	}{
-		{"0.15ms·100M", 100e6 / 8, 150 * time.Microsecond, 9, 4},
-		{"2ms·100M", 100e6 / 8, 2 * time.Millisecond, 9, 100e6 / 8 * 0.002 / 2 / pkt},
-		{"20ms·10M", 10e6 / 8, 20 * time.Millisecond, 2, 10e6 / 8 * 0.02 / 2 / pkt},
-		{"no allowance", 100e6 / 8, 150 * time.Microsecond, 0, 4},
+		// BDP 1.27 packets: 4 + 9 (old 0.64 + 9 = 9.64).
+		{"0.15ms·100M", 100e6 / 8, 150 * time.Microsecond, 9, 13},
+		// BDP 4.25: half 2.12 < 4 < 2.12 + 2; 4 + 2 (old 4.12).
+		{"0.5ms·100M", 100e6 / 8, 500 * time.Microsecond, 2, 6},
+		// BDP 1.27, half + 1 under 4: 4 + 1 (old 4).
+		{"0.15ms·100M small allowance", 100e6 / 8, 150 * time.Microsecond, 1, 5},
+		// BDP 16.98: half 8.49 ≥ 4, both forms 8.49 + 9.
+		{"2ms·100M", 100e6 / 8, 2 * time.Millisecond, 9, 100e6/8*0.002/2/pkt + 9},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			b := NewBBR()
@@ -244,10 +250,8 @@ func TestBBRProbeRTTCwndKeepsThePipe(t *testing.T) {
 				b.extraAcked[i] = 0
 			}
 			b.extraAcked[0] = c.allowance * pkt
-			got := b.probeRTTCwnd() / pkt
-			want := max(c.wantPipePk, bbrMinPipePackets) + c.allowance
-			if d := got - want; d < -1e-6 || d > 1e-6 {
-				t.Errorf("ProbeRTT window %.2f packets, want max(BDP/2, %d) + allowance = %.2f", got, bbrMinPipePackets, want)
+			if got := b.probeRTTCwnd() / pkt; got < c.want-1e-6 || got > c.want+1e-6 {
+				t.Errorf("ProbeRTT window %.2f packets, want max(BDP/2, %d) + allowance = %.2f", got, bbrMinPipePackets, c.want)
 			}
 		})
 	}
