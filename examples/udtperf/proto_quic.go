@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -173,9 +174,10 @@ func (l quicListener) Close() error {
 
 // quicConn is one bidirectional stream of a quic connection.
 type quicConn struct {
-	c *quic.Conn
-	s *quic.Stream
-	t *quic.Transport // the client's own transport, closed with the connection; nil on the server
+	c    *quic.Conn
+	s    *quic.Stream
+	t    *quic.Transport // the client's own transport, closed with the connection; nil on the server
+	done sync.Once       // closes t
 }
 
 func (q *quicConn) Read(p []byte) (int, error)        { return q.s.Read(p) }
@@ -187,9 +189,7 @@ func (q *quicConn) RemoteAddr() net.Addr              { return q.c.RemoteAddr() 
 func (q *quicConn) Close() error {
 	q.s.Close()
 	err := q.c.CloseWithError(0, "")
-	if q.t != nil {
-		closeQUICTransport(q.t)
-	}
+	q.closeTransport()
 	return err
 }
 
@@ -199,10 +199,34 @@ const quicAborted = 1
 // Abort closes the connection with an application error, which the peer sees at once.
 func (q *quicConn) Abort() error {
 	err := q.c.CloseWithError(quicAborted, "transfer aborted")
-	if q.t != nil {
-		closeQUICTransport(q.t)
-	}
+	q.closeTransport()
 	return err
+}
+
+// closeTransport closes the client's own transport once the connection's closing period is
+// over. quic-go sends CONNECTION_CLOSE once and, while its transport is open, sends it again
+// when the peer's packets show it was lost (RFC 9000 §10.2.1); closing the socket at once
+// left a peer that missed the one copy (a full receive buffer) waiting for its idle timeout.
+// A connection the peer closed first has nothing to repeat. Abort and Close may run
+// concurrently (an interrupt): the second waits for the first.
+func (q *quicConn) closeTransport() {
+	if q.t == nil {
+		return
+	}
+	q.done.Do(func() {
+		var app *quic.ApplicationError
+		if !errors.As(context.Cause(q.c.Context()), &app) || !app.Remote {
+			time.Sleep(closingPeriod(q.c.ConnectionStats()))
+		}
+		closeQUICTransport(q.t)
+	})
+}
+
+// closingPeriod is RFC 9000 §10.2's closing state, three probe timeouts, with RFC 9002
+// §6.2.1's PTO = smoothed RTT + max(4·RTTVAR, 1 ms granularity) + max_ack_delay (quic-go's
+// default and RFC 9000 §18.2's, 25 ms).
+func closingPeriod(st quic.ConnectionStats) time.Duration {
+	return 3 * (st.SmoothedRTT + max(4*st.MeanDeviation, time.Millisecond) + 25*time.Millisecond)
 }
 
 func (q *quicConn) Stats(sender bool) linkStats {
