@@ -250,6 +250,16 @@ func TestHybridMarginFollowsTail(t *testing.T) {
 	if got := h.margin(2 * time.Millisecond); got != 0 {
 		t.Fatalf("margin with 2 ms tolerance %v, want 0 (sleep only)", got)
 	}
+	// The spin budget of a tolerant wait: a margin over a tenth of the wait is not spun at all.
+	if got, want := h.spinMargin(20*time.Millisecond, 500*us), hybridMaxMargin-500*us; got != want {
+		t.Fatalf("20 ms wait, 500 µs tolerance: margin %v, want %v", got, want)
+	}
+	if got := h.spinMargin(5*time.Millisecond, 500*us); got != 0 {
+		t.Fatalf("5 ms wait, 500 µs tolerance: margin %v, want 0 (a 1 ms spin is over a tenth)", got)
+	}
+	if got := h.spinMargin(time.Millisecond, 0); got != hybridMaxMargin {
+		t.Fatalf("exact wait: margin %v, want %v whatever its length", got, hybridMaxMargin)
+	}
 	// No sleep for longer than hybridForget: each forget halves the margin (to a bucket).
 	now := time.Now()
 	before := h.Margin()
