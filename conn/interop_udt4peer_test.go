@@ -13,6 +13,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -126,8 +127,11 @@ func TestInteropRendezvous(t *testing.T) {
 					// while UDT 4.11 still holds messages has once (1 of ~70 runs) left it one
 					// short (39 of 40), its last read failing on the closed socket; what the
 					// close delivers is TestInteropRendezvous/stream-to-udt4's to check.
-					for end := time.Now().Add(30 * time.Second); len(peerMessages(out.all())) < count && time.Now().Before(end); {
-						time.Sleep(10 * time.Millisecond)
+					for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+						lines := out.all()
+						if len(peerMessages(lines)) >= count || slices.ContainsFunc(lines, rePeerDone.MatchString) {
+							break // all read, or the peer finished (or failed) already
+						}
 					}
 				}
 				c.Close()

@@ -37,6 +37,7 @@ type TolerantWaiter interface {
 
 	// WaitTolerant is Wait with a tolerance tol ≥ 0: it never returns before deadline unless
 	// woken, aims to return by deadline + tol, and spends CPU (spins) only for the part of its
-	// wake-up tail that tol does not absorb. WaitTolerant(d, 0) is Wait(d).
+	// wake-up tail that tol does not absorb, and only within its own CPU budget (Hybrid: a tenth
+	// of the wait; past that it sleeps and returns late). WaitTolerant(d, 0) is Wait(d).
 	WaitTolerant(deadline time.Time, tol time.Duration) (woken bool)
 }

@@ -12,8 +12,8 @@ import (
 // woke (oversleep) over its last 512 sleeps and takes their 99th percentile plus 2 µs (the p99 at
 // which the pacer's precision is stated), clamped to [3 µs, 1.5 ms]. Five samples lie above that
 // quantile, so a one-off 1–10 ms vCPU preemption cannot hold the margin up, while a noisier system
-// raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it, and a wait
-// shorter than the margin does not sleep, a margin that saw no sleep for a second is halved (every
+// raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it, and an
+// exact wait shorter than the margin does not sleep, a margin that saw no sleep for a second is halved (every
 // sample is capped at half of it), so it comes back down after a burst of load even when the waits
 // are short; a sleep that then wakes late raises it again.
 //
@@ -23,7 +23,7 @@ import (
 // the tail, up to the deadline. A tolerant wait spins only if that margin is at most a tenth of
 // the wait; otherwise it sleeps to the deadline: on a host whose tail is far wider than the
 // tolerance (seen on a VM: a p99 oversleep of ~600 µs for 1.2 ms sleeps, where the 200 µs default
-// spun 400 µs of every 1.2 ms at 10 Mbit/s, 25–40 % of a core) a spin the budget allows cannot
+// spun up to 400 µs of every 1.2 ms at 10 Mbit/s, 12–39 % of a core in four runs) a spin the budget allows cannot
 // hold the p99 anyway, and would buy only departures the tolerance already counts as on time.
 // Those waits come late by the wake-up's own lateness, which the pacer's catch-up repays.
 // Wait is WaitTolerant with no tolerance.

@@ -257,6 +257,9 @@ func TestHybridMarginFollowsTail(t *testing.T) {
 	if got := h.spinMargin(5*time.Millisecond, 500*us); got != 0 {
 		t.Fatalf("5 ms wait, 500 µs tolerance: margin %v, want 0 (a 1 ms spin is over a tenth)", got)
 	}
+	if got, want := h.spinMargin(10*(hybridMaxMargin-500*us), 500*us), hybridMaxMargin-500*us; got != want {
+		t.Fatalf("a margin of exactly a tenth of the wait: %v, want %v (spun)", got, want)
+	}
 	if got := h.spinMargin(time.Millisecond, 0); got != hybridMaxMargin {
 		t.Fatalf("exact wait: margin %v, want %v whatever its length", got, hybridMaxMargin)
 	}

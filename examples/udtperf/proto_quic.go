@@ -204,11 +204,13 @@ func (q *quicConn) Abort() error {
 }
 
 // closeTransport closes the client's own transport once the connection's closing period is
-// over. quic-go sends CONNECTION_CLOSE once and, while its transport is open, sends it again
-// when the peer's packets show it was lost (RFC 9000 §10.2.1); closing the socket at once
-// left a peer that missed the one copy (a full receive buffer) waiting for its idle timeout.
-// A connection the peer closed first has nothing to repeat. Abort and Close may run
-// concurrently (an interrupt): the second waits for the first.
+// over. quic-go sends CONNECTION_CLOSE once and, for its closing period, sends it again when the
+// peer's packets show it was lost (RFC 9000 §10.2.1), but only while its transport is open:
+// closing the socket at once left a peer that missed the one copy (a full receive buffer) waiting
+// for its idle timeout. The period scales with the RTT, so a peer slowed by a loaded host, whose
+// slowness shows in the RTT samples, gets a longer one; a peer silent for longer than that still
+// waits out its idle timeout. A connection the peer closed first has nothing to repeat. Abort and
+// Close may run concurrently (an interrupt): the second waits for the first.
 func (q *quicConn) closeTransport() {
 	if q.t == nil {
 		return
@@ -222,11 +224,11 @@ func (q *quicConn) closeTransport() {
 	})
 }
 
-// closingPeriod is RFC 9000 §10.2's closing state, three probe timeouts, with RFC 9002
-// §6.2.1's PTO = smoothed RTT + max(4·RTTVAR, 1 ms granularity) + max_ack_delay (quic-go's
-// default and RFC 9000 §18.2's, 25 ms).
+// closingPeriod is how long quic-go keeps answering a closed connection's peer (RFC 9000 §10.2:
+// three PTOs): quic-go v0.65 takes 3 × (smoothed RTT + max(4·RTTVAR, 1 ms granularity)), RFC 9002
+// §6.2.1's PTO without max_ack_delay; a longer wait would buy nothing.
 func closingPeriod(st quic.ConnectionStats) time.Duration {
-	return 3 * (st.SmoothedRTT + max(4*st.MeanDeviation, time.Millisecond) + 25*time.Millisecond)
+	return 3 * (st.SmoothedRTT + max(4*st.MeanDeviation, time.Millisecond))
 }
 
 func (q *quicConn) Stats(sender bool) linkStats {

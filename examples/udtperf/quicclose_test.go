@@ -16,8 +16,10 @@ import (
 // TestQUICAbortCloseLost interrupts a quic client whose one CONNECTION_CLOSE is dropped on the
 // way (the first small datagram it sends after the interrupt, through a relay). The client
 // must keep its socket through the closing period, so that quic-go sends the close again when
-// the server's next packets arrive (RFC 9000 §10.2.1; the server sends progress every 20 ms):
-// the server learns at once, not after its 60 s idle timeout. Before, the client closed its
+// the server's next packets arrive (RFC 9000 §10.2.1): the server ACKs the data still arriving
+// and sends progress every 20 ms, so one comes within the period as long as the server is not
+// starved for longer than its RTT samples show. The server learns at once, not after its 60 s
+// idle timeout. Before, the client closed its
 // socket with the connection and the server waited out the idle timeout (seen once in CI,
 // where the server's receive buffer overflowed under the race detector).
 func TestQUICAbortCloseLost(t *testing.T) {
@@ -53,9 +55,8 @@ func TestQUICAbortCloseLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if !dropped.Load() {
-		t.Fatalf("the relay dropped nothing after the interrupt; client stderr:\n%s", stderr.String())
-	}
+	// The relay may not have read the client's last datagram yet.
+	waitFor(t, dropped.Load, &stderr)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
