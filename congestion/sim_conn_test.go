@@ -3,6 +3,7 @@ package congestion_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -62,8 +63,11 @@ func TestConnOneFlow(t *testing.T) {
 }
 
 // Two flows share the bottleneck, the second starting 2 s later: Jain's fairness index over
-// seconds 20–30 is ≥ 0.95, together they fill ≥ 85 % of it, and the queue drops stay under 2 %
-// of the packets offered.
+// seconds 20–30 is ≥ 0.95 and together they fill ≥ 85 % of it, in the median of five runs (seeds
+// 2–6), and in every run the queue drops stay under 2 % of the packets offered. The median,
+// because one 10 s window of one run is a noisy estimate: the simulation does not repeat exactly
+// (goroutine order), and 2 of 22 single runs read 0.92–0.94 where the rest read 0.97–1.00
+// (2026-12-02); a single-run assertion failed CI about one time in ten.
 func TestConnTwoFlows(t *testing.T) {
 	dur := simDuration(30*time.Second, 6*time.Second)
 	from := max(int(dur/time.Second)-10, 3)
@@ -75,36 +79,52 @@ func TestConnTwoFlows(t *testing.T) {
 		{"native", nativeSeeded, nativeSeeded, "native 1", "native 2"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			sc := connScenario{Rate: 100e6, RTT: 20 * time.Millisecond, Seed: 2,
-				Flows:    []connFlow{{Name: c.na, CC: c.a(1)}, {Name: c.nb, CC: c.b(2), Start: 2 * time.Second}},
-				Duration: dur}
-			r := runConns(t, sc)
-			logShares(t, "2 flows, 100 Mbit/s, 20 ms", sc, r)
-			to := min(from+10, len(r.Share[0]))
-			a, b := mean(r.Share[0], from, to), mean(r.Share[1], from, to)
-			j := jain(a, b)
-			drops := float64(r.Forward.DroppedQueue) / float64(r.Forward.Sent)
-			t.Logf("seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %d (%.3f %% of %d offered)",
-				from, to, 100*a, 100*b, 100*(a+b), j, r.Forward.DroppedQueue, 100*drops, r.Forward.Sent)
-			// Drops count from the start: two slow-start overshoots (~300–500 each) are most of
-			// them, so a 6 s -short run, which offers a fifth of the packets, gets a looser bound.
-			limit := 0.02
+			seeds := []uint64{2, 3, 4, 5, 6}
 			if testing.Short() {
-				limit = 0.04
+				seeds = seeds[:1]
 			}
-			if drops > limit {
-				t.Errorf("queue drops %.2f %% of the packets offered, want ≤ %.0f %%", 100*drops, 100*limit)
+			var jains, totals []float64
+			for _, seed := range seeds {
+				sc := connScenario{Rate: 100e6, RTT: 20 * time.Millisecond, Seed: seed,
+					Flows:    []connFlow{{Name: c.na, CC: c.a(1)}, {Name: c.nb, CC: c.b(2), Start: 2 * time.Second}},
+					Duration: dur}
+				r := runConns(t, sc)
+				logShares(t, "2 flows, 100 Mbit/s, 20 ms", sc, r)
+				to := min(from+10, len(r.Share[0]))
+				a, b := mean(r.Share[0], from, to), mean(r.Share[1], from, to)
+				j := jain(a, b)
+				jains, totals = append(jains, j), append(totals, a+b)
+				drops := float64(r.Forward.DroppedQueue) / float64(r.Forward.Sent)
+				t.Logf("seed %d: seconds %d–%d: shares %.1f %% + %.1f %% = %.1f %%, Jain's index %.4f; queue drops %d (%.3f %% of %d offered)",
+					seed, from, to, 100*a, 100*b, 100*(a+b), j, r.Forward.DroppedQueue, 100*drops, r.Forward.Sent)
+				// Drops count from the start: two slow-start overshoots (~300–500 each) are most of
+				// them, so a 6 s -short run, which offers a fifth of the packets, gets a looser bound.
+				limit := 0.02
+				if testing.Short() {
+					limit = 0.04
+				}
+				if drops > limit {
+					t.Errorf("seed %d: queue drops %.2f %% of the packets offered, want ≤ %.0f %%", seed, 100*drops, 100*limit)
+				}
 			}
 			if testing.Short() {
 				return // the flows have not converged in 6 s; the full run asserts
 			}
 			// Issue 4 asks ≥ 0.95 of native flows.
 			const want = 0.95
-			if j < want || a+b < 0.85 {
-				t.Errorf("Jain's index %.4f (want ≥ %.2f), total %.3f (want ≥ 0.85)", j, want, a+b)
+			j, total := medianOf(jains), medianOf(totals)
+			if j < want || total < 0.85 {
+				t.Errorf("median of %d runs: Jain's index %.4f (want ≥ %.2f), total %.3f (want ≥ 0.85); runs %.4f", len(seeds), j, want, total, jains)
 			}
 		})
 	}
+}
+
+// medianOf returns the median of xs (the upper one of an even count); xs is not changed.
+func medianOf(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
 }
 
 // Two flows through a shallow drop-tail queue (1/10 BDP: 2 ms at 20 ms RTT): report the
