@@ -84,8 +84,9 @@ type Config struct {
 	// after it: the precision asked of the pacer, which it trades for CPU (pacer.Config.
 	// Tolerance). Each wake of the pacer sends every packet due within the tolerance as one
 	// batch, and the hybrid backend sleeps instead of spinning whenever its wake-up tail fits in
-	// it or would need a spin of over a tenth of the wait. Default pacer.DefaultTolerance (200 µs: a few packets per wake at 100 Mbit/s, and a
-	// pure sleep wherever the host's wake-up tail fits in it; its godoc gives the measurements);
+	// it or would need a spin of over a tenth of the wait. Default pacer.DefaultTolerance (200
+	// µs: a few packets per wake at 100 Mbit/s, and a pure sleep wherever the host's wake-up
+	// tail fits in it; its godoc gives the measurements);
 	// negative means exact pacing (pacer.Exact), every packet at or after its time, at the CPU
 	// cost of spinning through the wake-up tail. A wider one saves more CPU for bursts of up to
 	// twice it of the rate: 500 µs halves the pacing CPU at 100 Mbit/s on the development VM but

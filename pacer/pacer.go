@@ -43,8 +43,8 @@ type Config struct {
 	// now + Tolerance: at rates whose packets are closer than a wake costs, several leave per
 	// wake as one batch), and a TolerantWaiter (Hybrid) sleeps instead of spinning whenever its
 	// wake-up tail fits in the tolerance, or would need a spin over its budget (Hybrid: a tenth of
-	// the wait). The Waiter is never asked to wake early: the early
-	// side of the tolerance is spent by that release window, the late side by the waiter. Zero
+	// the wait). The Waiter is never asked to wake early: the early side of the tolerance is
+	// spent by that release window, the late side by the waiter. Zero
 	// means DefaultTolerance; negative means none (Exact): every departure at or after its time,
 	// the waiter as precise as it can be. Give the flows' Schedulers the same tolerance.
 	Tolerance time.Duration

@@ -3,7 +3,6 @@ package main
 import (
 	"net"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,14 +18,10 @@ import (
 // the server's next packets arrive (RFC 9000 §10.2.1): the server ACKs the data still arriving
 // and sends progress every 20 ms, so one comes within the period as long as the server is not
 // starved for longer than its RTT samples show. The server learns at once, not after its 60 s
-// idle timeout. Before, the client closed its
-// socket with the connection and the server waited out the idle timeout (seen once in CI,
-// where the server's receive buffer overflowed under the race detector).
+// idle timeout. Before, the client closed its socket with the connection and the server waited
+// out the idle timeout (seen once in CI, where the server's receive buffer overflowed under the
+// race detector).
 func TestQUICAbortCloseLost(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	addr, done, _, srvErr := startServer(t, "-proto", "quic", "-once", "-idle-timeout", "60s")
 	r, err := udprelay.New(quicAddr(addr), udprelay.Config{})
 	if err != nil {
@@ -40,23 +35,14 @@ func TestQUICAbortCloseLost(t *testing.T) {
 	}}, udprelay.Impairment{})
 	// The client dials quic at its -connect port + quicPortOffset: name the relay's port less it.
 	connect := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Addr().Port-quicPortOffset))
-	cmd := exec.Command(exe, "client", "-connect", connect, "-proto", "quic", "-time", "60s",
-		"-interval", "100ms", "-no-progress", "-idle-timeout", "60s")
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	var stdout, stderr syncBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, func() bool { return strings.Contains(stdout.String(), "Mbit/s") }, &stderr)
+	cmd, stderr := startSending(t, connect, "quic")
 	armed.Store(true)
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
 	// The relay may not have read the client's last datagram yet.
-	waitFor(t, dropped.Load, &stderr)
+	waitFor(t, dropped.Load, stderr)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):

@@ -18,24 +18,10 @@ import (
 // complete. Before, the client died at once without closing, the server learned a whole idle
 // timeout later, and exited 0.
 func TestClientInterrupt(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, proto := range protocols {
 		t.Run(proto, func(t *testing.T) {
 			addr, done, _, srvErr := startServer(t, "-proto", proto, "-once", "-idle-timeout", "60s")
-			cmd := exec.Command(exe, "client", "-connect", addr, "-proto", proto, "-time", "60s",
-				"-cc", "fixed:50mbit", "-interval", "100ms", "-no-progress", "-idle-timeout", "60s")
-			cmd.Env = append(os.Environ(), childEnv+"=1")
-			var stdout, stderr syncBuffer
-			cmd.Stdout, cmd.Stderr = &stdout, &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer cmd.Process.Kill()
-			// The first interval line: the data phase has begun.
-			waitFor(t, func() bool { return strings.Contains(stdout.String(), "Mbit/s") }, &stderr)
+			cmd, stderr := startSending(t, addr, proto, "-cc", "fixed:50mbit")
 			if err := cmd.Process.Signal(os.Interrupt); err != nil {
 				t.Fatal(err)
 			}
@@ -66,6 +52,28 @@ func TestClientInterrupt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// startSending runs `udtperf client` to addr in a child process (a 60 s timed send with 100 ms
+// intervals, a 60 s idle timeout, then args) and returns once its first interval line shows the
+// data phase has begun; the child is killed when the test ends.
+func startSending(t *testing.T, addr, proto string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, append([]string{"client", "-connect", addr, "-proto", proto, "-time", "60s",
+		"-interval", "100ms", "-no-progress", "-idle-timeout", "60s"}, args...)...)
+	cmd.Env = append(os.Environ(), childEnv+"=1")
+	var stdout, stderr syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	waitFor(t, func() bool { return strings.Contains(stdout.String(), "Mbit/s") }, &stderr)
+	return cmd, &stderr
 }
 
 // waitFor polls cond for up to 10 s.
