@@ -11,6 +11,7 @@ package congestion_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -150,8 +151,9 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		client   *conn.Conn
 		server   *conn.Conn
 		ln       *conn.Listener
-		received int64      // payload bytes read by the application
-		split    *retxSplit // with SteadyStart: the sender's trace
+		received int64         // payload bytes read by the application
+		split    *retxSplit    // with SteadyStart: the sender's trace
+		trace    *simTraceFile // with UDT_SIM_TRACE: the sender's JSON trace
 	}
 	flows := make([]*flowState, n)
 	var wg sync.WaitGroup
@@ -162,10 +164,30 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		flows[i] = fs
 		cfg := sc.connConfig(f.CC)
 		dialCfg := cfg
+		var tracers []trace.Tracer
 		if sc.SteadyStart > 0 {
 			fs.split = newRetxSplit(begin.Add(sc.SteadyStart))
+			tracers = append(tracers, fs.split)
+		}
+		if prefix := os.Getenv("UDT_SIM_TRACE"); prefix != "" {
+			name := fmt.Sprintf("%s-%s-flow%d.jsonl", prefix, strings.NewReplacer("/", "_", "%", "pct").Replace(t.Name()), i+1)
+			fs.trace = &simTraceFile{name: name}
+			tracers = append(tracers, fs.trace)
+		}
+		if len(tracers) > 0 {
 			sender := *cfg
-			sender.Tracer = func(trace.ConnInfo) trace.Tracer { return fs.split } // dialed: the sender
+			sender.Tracer = func(info trace.ConnInfo) trace.Tracer { // dialed: the sender
+				for _, tr := range tracers {
+					if f, ok := tr.(*simTraceFile); ok {
+						f.open(t, info)
+					}
+				}
+				return trace.Func(func(ev trace.Event) {
+					for _, tr := range tracers {
+						tr.Event(ev)
+					}
+				})
+			}
 			dialCfg = &sender
 		}
 		ln, err := conn.NewListener(d.Right[i], cfg)
@@ -306,6 +328,11 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		fs.ln.Close()
 	}
 	wg.Wait()
+	for _, fs := range flows {
+		if fs.trace != nil {
+			fs.trace.close(t)
+		}
+	}
 	for i, fs := range flows {
 		if fs.split != nil && fs.split.lostEvents() {
 			t.Errorf("flow %d: the sender's trace dropped events: its retransmission split is wrong", i)
@@ -422,4 +449,45 @@ func (r *retxSplit) counts() (early, steady, first uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.early, r.steady, r.first
+}
+
+// simTraceFile writes a sender's events as JSON lines (conn/trace's format, which `udtperf plot`
+// draws) to a file: UDT_SIM_TRACE=prefix traces every flow of every run to
+// prefix-TEST-flowN.jsonl, for looking into one cell (a later run of the same test overwrites it).
+type simTraceFile struct {
+	name string
+	mu   sync.Mutex
+	w    *trace.JSONWriter
+}
+
+func (f *simTraceFile) open(t testing.TB, info trace.ConnInfo) {
+	fh, err := os.Create(f.name)
+	if err != nil {
+		t.Errorf("UDT_SIM_TRACE: %v", err)
+		return
+	}
+	f.mu.Lock()
+	f.w = trace.NewJSONWriter(fh, info)
+	f.mu.Unlock()
+}
+
+func (f *simTraceFile) Event(ev trace.Event) {
+	f.mu.Lock()
+	w := f.w
+	f.mu.Unlock()
+	if w != nil {
+		w.Event(ev)
+	}
+}
+
+func (f *simTraceFile) close(t testing.TB) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.w != nil {
+		if err := f.w.Close(); err != nil {
+			t.Errorf("UDT_SIM_TRACE: %v", err)
+		}
+		t.Logf("sender trace: %s", f.name)
+		f.w = nil
+	}
 }
