@@ -223,3 +223,45 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 }
 
 func rate(s congestion.Delivery) float64 { return float64(s.Delivered) / s.Interval.Seconds() }
+
+// The suffix-minimum stack stays bounded under in-order delivery (which pops nothing), answers
+// the recent events exactly, and never answers an older event with a later send time than the
+// truth: merged entries keep the oldest, so a sample's interval can only grow.
+func TestDeliverySpansBounded(t *testing.T) {
+	d := newDeliveryTracker(0, 1)
+	const n = 5 * maxSpans
+	sent := func(ev uint64) time.Duration { return time.Duration(ev) * time.Millisecond }
+	for ev := uint64(1); ev <= n; ev++ {
+		d.pushSpan(sent(ev))
+		if len(d.spans) > maxSpans {
+			t.Fatalf("after %d events the stack holds %d entries, want ≤ %d", ev, len(d.spans), maxSpans)
+		}
+	}
+	for e := uint64(0); e < n; e++ {
+		got, ok := d.sentSince(e)
+		if !ok {
+			t.Fatalf("sentSince(%d): none", e)
+		}
+		if want := sent(e + 1); got > want {
+			t.Fatalf("sentSince(%d) = %v, later than the true %v", e, got, want)
+		} else if e >= n-maxSpans/2 && got != want {
+			t.Fatalf("sentSince(%d) = %v, want %v for one of the last %d events", e, got, want, maxSpans/2)
+		}
+	}
+	if _, ok := d.sentSince(n); ok {
+		t.Fatal("sentSince(last event) found an entry")
+	}
+}
+
+// BenchmarkDeliverySpans is one delivery event's push onto a full suffix-minimum stack, as in-order
+// delivery keeps it (one push per ACK or NAK that delivered something).
+func BenchmarkDeliverySpans(b *testing.B) {
+	d := newDeliveryTracker(0, 1)
+	for ev := range maxSpans {
+		d.pushSpan(time.Duration(ev))
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		d.pushSpan(time.Duration(maxSpans + i))
+	}
+}
