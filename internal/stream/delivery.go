@@ -545,6 +545,18 @@ func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq
 	}
 }
 
+// sackedBeforeHead reports that the event being accumulated delivered, by a NAK read as a
+// selective acknowledgement, a packet sent before the latest transmission of the first
+// unacknowledged one. The retransmission timer restarts then, as Linux TCP re-arms its RTO on
+// SACKed data (commit 2f715c1dde6e, "tcp: do not rearm RTO when future data are sacked"): the
+// receiver is alive and the path delivers, while UDT's cumulative ACK waits for a hole's repair,
+// which takes a round trip or more and would otherwise let the timer expire during every repair.
+// Packets sent after the head's latest transmission never restart it, so a head whose repairs
+// keep being lost does not keep the timer off for ever.
+func (d *deliveryTracker) sackedBeforeHead() bool {
+	return d.n > 0 && d.ev.newlyDelivered > 0 && d.ev.minSent <= d.at(0).sent
+}
+
 // sample ends the event and returns it as a congestion.Delivery; ok is false when the event
 // changed nothing a controller needs to hear of.
 func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) (s congestion.Delivery, ok bool) {

@@ -265,3 +265,49 @@ func BenchmarkDeliverySpans(b *testing.B) {
 		d.pushSpan(time.Duration(maxSpans + i))
 	}
 }
+
+// A NAK read as SACK restarts the retransmission timer only when it delivers a packet sent before
+// the first unacknowledged packet's latest transmission (sackedBeforeHead): the hole's repair is
+// under way and the path delivers. Packets sent after that repair never do, so a head whose
+// repairs keep being lost still meets the timer.
+func TestSackedBeforeHead(t *testing.T) {
+	const ms = time.Millisecond
+	isn := seqno.MaxSeq.Add(-3) // the flight wraps
+	d := newDeliveryTracker(isn, 64)
+	for k := range 10 {
+		d.onSend(isn.Add(k), 1000, time.Duration(k)*ms, false)
+	}
+	nak := func(first, last int, at time.Duration) bool { // the receiver misses [first, last] and holds last+1
+		d.begin()
+		from, to := isn.Add(first), isn.Add(last)
+		d.onLost(from, to)
+		d.onNAKFrontier(isn.Add(last+1), func(s seqno.Seq) bool {
+			return seqno.Offset(from, s) >= 0 && seqno.Offset(s, to) >= 0
+		}, at)
+		got := d.sackedBeforeHead()
+		d.sample(at, time.Time{}, 1000)
+		return got
+	}
+	if nak(0, 0, 40*ms) { // packet 1 arrived; the head, sent before it, is missing and not yet resent
+		t.Fatal("a NAK delivering only a packet sent after the head's latest transmission restarted the timer")
+	}
+	d.onSend(isn, 1000, 50*ms, true) // the head's repair
+	if !nak(4, 4, 60*ms) {           // packets 2, 3 and 5, sent at 2–5 ms, before the repair
+		t.Fatal("a NAK delivering packets sent before the head's repair did not restart the timer")
+	}
+	for k := 10; k < 13; k++ {
+		d.onSend(isn.Add(k), 1000, time.Duration(60+k)*ms, false)
+	}
+	d.begin()
+	d.onNAKFrontier(isn.Add(9), func(seqno.Seq) bool { return false }, 90*ms) // 6–9: sent before the repair
+	if !d.sackedBeforeHead() {
+		t.Fatal("packets 6–9 were sent before the repair")
+	}
+	d.sample(90*ms, time.Time{}, 1000)
+	if nak(11, 11, 130*ms) { // delivers only packet 10 (and 12 as the frontier), sent after the repair
+		t.Fatal("packets sent after the head's repair restarted the timer")
+	}
+	if nak(12, 12, 131*ms) { // delivers nothing new: the frontier 13 was never sent
+		t.Fatal("a NAK that delivered nothing restarted the timer")
+	}
+}

@@ -345,6 +345,9 @@ func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
 		}
 		return false
 	}, t)
+	if e.dlv.sackedBeforeHead() {
+		e.rtoBase = t
+	}
 }
 
 // checkLostRepair re-queues the first unacknowledged packet when an ACK still names it missing

@@ -130,7 +130,10 @@ func (e *Endpoint) answerKeepAlive(t time.Duration) {
 	e.trim()
 }
 
-// onRTO handles an expiry of the retransmission timer with data in flight.
+// onRTO handles an expiry of the retransmission timer with data in flight. The timer runs from
+// the latest ACK that advanced, or the latest NAK that delivered, read as SACK, a packet sent
+// before the first unacknowledged packet's latest transmission (sackedBeforeHead, after Linux
+// TCP's RTO re-arm on SACKed data): a repair in progress is no timeout.
 //
 // Every expiry sends a probe of at most two packets, never the flight: the first unacknowledged
 // packet (the receiver's ACK names it as missing) and the last one sent (if the tail was lost,
