@@ -177,10 +177,11 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 		if len(tracers) > 0 {
 			sender := *cfg
 			sender.Tracer = func(info trace.ConnInfo) trace.Tracer { // dialed: the sender
-				for _, tr := range tracers {
-					if f, ok := tr.(*simTraceFile); ok {
-						f.open(t, info)
-					}
+				if fs.trace != nil {
+					fs.trace.open(t, info)
+				}
+				if len(tracers) == 1 {
+					return tracers[0]
 				}
 				return trace.Func(func(ev trace.Event) {
 					for _, tr := range tracers {

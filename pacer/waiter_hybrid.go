@@ -13,9 +13,9 @@ import (
 // which the pacer's precision is stated), clamped to [3 µs, 1.5 ms]. Five samples lie above that
 // quantile, so a one-off 1–10 ms vCPU preemption cannot hold the margin up, while a noisier system
 // raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it, and an
-// exact wait shorter than the margin does not sleep, a margin that saw no sleep for a second is halved (every
-// sample is capped at half of it), so it comes back down after a burst of load even when the waits
-// are short; a sleep that then wakes late raises it again.
+// exact wait shorter than the margin does not sleep, a margin that saw no sleep for a second is
+// halved (every sample is capped at half of it), so it comes back down after a burst of load even
+// when the waits are short; a sleep that then wakes late raises it again.
 //
 // WaitTolerant trades that spin for a tolerance: a wait that may end up to tol after its deadline
 // needs a margin of only p99 + 2 µs − tol, none once the tail fits in the tolerance (then it is a
@@ -23,8 +23,9 @@ import (
 // the tail, up to the deadline. A tolerant wait spins only if that margin is at most a tenth of
 // the wait; otherwise it sleeps to the deadline: on a host whose tail is far wider than the
 // tolerance (seen on a VM: a p99 oversleep of ~600 µs for 1.2 ms sleeps, where the 200 µs default
-// spun up to 400 µs of every 1.2 ms at 10 Mbit/s, 12–39 % of a core in four runs) a spin the budget allows cannot
-// hold the p99 anyway, and would buy only departures the tolerance already counts as on time.
+// spun up to 400 µs of every 1.2 ms at 10 Mbit/s, 12–39 % of a core in four runs) a spin the
+// budget allows cannot hold the p99 anyway, and would buy only departures the tolerance already
+// counts as on time.
 // Those waits come late by the wake-up's own lateness, which the pacer's catch-up repays.
 // Wait is WaitTolerant with no tolerance.
 //
