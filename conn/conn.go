@@ -201,7 +201,7 @@ func (c *Conn) handleBatch(msgs []udpio.Message, owners []*Conn, first int, rs *
 		}
 		owners[i] = nil
 		m := &msgs[i]
-		c.handleLocked(m.Buf[:m.N], m.Addr, arrivalTime(m), &rs.out)
+		c.handleLocked(m.Data, m.Addr, arrivalTime(m), &rs.out)
 	}
 	fx := c.pullLocked(via{ob: &rs.out})
 	c.mu.Unlock()

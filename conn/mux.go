@@ -338,7 +338,7 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 		case msg.Truncated:
 			kind[i] = oversizedDatagram
 		case msg.N >= headerSize: // shorter ones: dispatch drops them
-			if dst := binary.BigEndian.Uint32(msg.Buf[12:16]); dst != 0 {
+			if dst := binary.BigEndian.Uint32(msg.Data[12:16]); dst != 0 {
 				if owners[i] = m.conns[dst]; owners[i] != nil {
 					kind[i] = 0 // its connection's handleBatch takes it
 				}
@@ -355,7 +355,7 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 			m.drops.oversized.Add(1)
 			m.logDrop(reasonOversized)
 		case kind[i] == otherDatagram:
-			m.dispatch(msg.Buf[:msg.N], msg.Addr, arrivalTime(msg), rs)
+			m.dispatch(msg.Data, msg.Addr, arrivalTime(msg), rs)
 		}
 		kind[i] = 0
 	}

@@ -40,7 +40,7 @@ func Example() {
 			panic(err)
 		}
 		for _, m := range msgs[:n] {
-			if m.Truncated || m.Addr != from || int(m.Buf[0]) != total {
+			if m.Truncated || m.Addr != from || int(m.Data[0]) != total {
 				panic("unexpected datagram")
 			}
 			total++

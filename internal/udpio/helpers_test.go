@@ -125,7 +125,8 @@ func readN(t *testing.T, c *Conn, count, bufSize int) []Message {
 		}
 		for _, m := range msgs[:n] {
 			cp := m
-			cp.Buf = append([]byte(nil), m.Buf[:m.N]...)
+			cp.Data = append([]byte(nil), m.Data...)
+			cp.Buf = cp.Data // a copy: the Data of a GRO read is valid only until the next call
 			out = append(out, cp)
 		}
 	}

@@ -51,7 +51,7 @@ func TestLazyGRO(t *testing.T) {
 				t.Fatalf("round %d: %v", round, err)
 			}
 			for _, m := range msgs[:k] {
-				if m.Truncated || !bytes.Equal(m.Buf[:m.N], bufs[got]) {
+				if m.Truncated || !bytes.Equal(m.Data, bufs[got]) {
 					t.Fatalf("round %d: datagram %d differs (len %d, truncated %v)", round, got, m.N, m.Truncated)
 				}
 				got++

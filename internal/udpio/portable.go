@@ -45,7 +45,7 @@ func (p *portable) readBatch(msgs []Message) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	m.N = n
+	m.N, m.Data = n, m.Buf[:n]
 	m.Addr = netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	// ReadFrom silently truncates: a datagram filling Buf may have been longer.
 	m.Truncated = n >= len(m.Buf)

@@ -93,6 +93,7 @@ func (s *sysConn) readBatch(msgs []Message) (int, error) {
 	for i := range n {
 		x, m := &r.ms[i], &msgs[i]
 		m.N, m.Addr = x.N, addrPortOfUDP(x.Addr)
+		m.Data = m.Buf[:x.N]
 		m.Truncated = x.Flags&unix.MSG_TRUNC != 0
 		m.Time = time.Time{}
 		if s.stamps {
@@ -157,14 +158,17 @@ func (r *reader) parse(oob []byte) (seg int, stamp time.Time) {
 	return seg, stamp
 }
 
-// drain hands out datagrams of the pending runs, copying each into the caller's buffer.
+// drain hands out datagrams of the pending runs as slices of gbuf, each cut to len(Buf) as a
+// read into Buf would cut it. gbuf is read into again only by fillGRO, once every run is handed
+// out, which is in a later ReadBatch call.
 func (r *reader) drain(msgs []Message) int {
 	out := 0
 	for out < len(msgs) && r.cur < r.nruns {
 		ru := &r.runs[r.cur]
 		l := min(ru.seg, ru.end-ru.off)
 		m := &msgs[out]
-		k := copy(m.Buf, r.gbuf[ru.off:ru.off+l])
+		k := min(l, len(m.Buf))
+		m.Data = r.gbuf[ru.off : ru.off+k : ru.off+k]
 		ru.off += l
 		ru.count--
 		m.N, m.Addr, m.Time = k, ru.addr, ru.time

@@ -63,7 +63,7 @@ func TestGSOToGROOneCallEachSide(t *testing.T) {
 					if m.N != len(bufs[i]) || m.Truncated || m.Addr != addrOf(su, fam.loop) {
 						t.Fatalf("datagram %d: N %d truncated %v from %v", i, m.N, m.Truncated, m.Addr)
 					}
-					check(t, m.Buf[:m.N], len(bufs[i]), 5, uint32(i))
+					check(t, m.Data, len(bufs[i]), 5, uint32(i))
 					i++
 				}
 			}
@@ -196,8 +196,11 @@ func FuzzGRORun(f *testing.F) {
 			for _, m := range msgs[:k] {
 				pieces++
 				l := min(ru.seg, int(n)-off)
-				if m.N != min(l, len(m.Buf)) || string(m.Buf[:m.N]) != string(r.gbuf[off:off+m.N]) {
+				if m.N != min(l, len(m.Buf)) || string(m.Data) != string(r.gbuf[off:off+m.N]) {
 					t.Fatalf("piece %d at %d: N %d, want %d bytes from there", pieces, off, m.N, min(l, len(m.Buf)))
+				}
+				if len(m.Data) != m.N || (m.N > 0 && &m.Data[0] != &r.gbuf[off]) {
+					t.Fatalf("piece %d: Data is not the %d bytes of the GRO buffer at %d (no copy)", pieces, m.N, off)
 				}
 				last := off+l == int(n)
 				if want := l > len(m.Buf) || (last && ru.truncLast); m.Truncated != want {
@@ -333,7 +336,7 @@ func TestGROBuffersGrow(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i, m := range msgs[:n] {
-			check(t, m.Buf[:m.N], 1000, 3, uint32(got+i))
+			check(t, m.Data, 1000, 3, uint32(got+i))
 		}
 		got += n
 		sizes = append(sizes, n)
