@@ -294,16 +294,23 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	if !c.sending.CompareAndSwap(false, true) {
 		return 0, time.Time{}
 	}
+	if m.sendScratch == nil { // the first data packet of the socket
+		m.sendScratch = newSendScratch()
+	}
+	sb := m.sendScratch
 	c.mu.Lock()
 	size := c.ep.PacketSize()
-	bufs := c.mux.carve(size, max)
-	n, next := c.ep.Release(now, bufs)
+	n, next := c.ep.ReleaseViews(now, sb.hdrs[:min(max, len(sb.hdrs))], sb.pays)
 	probe, probing := c.ep.ProbeSeq()
 	fx := c.pullLocked(via{ob: &m.sendOut, noSend: true})
 	c.mu.Unlock()
 	m.sendOut.flush(m.io) // normally empty: Release queues no control packet
 	if n > 0 {
-		c.sendPackets(bufs[:n], size, probe, probing)
+		c.sendPackets(sb, n, size, probe, probing)
+		c.mu.Lock()
+		c.ep.Unpin() // the payloads are on their way: the send buffer may free them
+		c.mu.Unlock()
+		sb.reset(n)
 	}
 	c.sending.Store(false)
 	fx.Departure = time.Time{} // next, returned to the pacer, is the departure

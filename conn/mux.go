@@ -39,17 +39,15 @@ type mux struct {
 	pacerName string       // its name
 	send      *pacer.Pacer // releases data packets at their departure times
 
-	// sendBufs are packet buffers used only by the data pacer goroutine, carved from sendArena
-	// at each connection's packet size (pmtu.go), allocated on its first data packet; sendOut is
-	// its outbox; scratches holds packet buffers for direct sends by other goroutines
-	// (*sendScratch).
-	sendBufs  [][]byte
-	sendArena []byte
-	sendOut   outbox
-	scratches sync.Pool
-	pktSize   int         // the largest datagram: MSS−28 bytes
-	timers    *timerQueue // connections whose timer fired, for the timer goroutine
-	df        bool        // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
+	// sendScratch holds the packets of one release by the data pacer goroutine, which alone
+	// uses it (allocated on the first data packet); sendOut is its outbox; scratches holds
+	// *sendScratch for direct sends by other goroutines.
+	sendScratch *sendScratch
+	sendOut     outbox
+	scratches   sync.Pool
+	pktSize     int         // the largest datagram: MSS−28 bytes
+	timers      *timerQueue // connections whose timer fired, for the timer goroutine
+	df          bool        // datagrams leave with Don't Fragment: path MTU discovery is on (pmtu.go)
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn           // established connections by local socket ID
@@ -128,11 +126,9 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	}
 	m.io.EnableReports()             // ICMP errors: icmp.go
 	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
-	// The data packet buffers are consecutive in one array so that a batch of full-size packets
-	// goes out as one GSO send (udpio.WriteBatch).
 	pktSize := cfg.MSS - udpIPOverhead
 	m.pktSize = pktSize
-	m.scratches.New = func() any { return newSendScratch(pktSize) }
+	m.scratches.New = func() any { return newSendScratch() }
 	m.timers = newTimerQueue()
 	go m.timers.run(m)
 	if u, ok := pc.(*net.UDPConn); ok && own {

@@ -63,35 +63,26 @@ func ipUDPOverhead(peer netip.AddrPort) int {
 	return 48
 }
 
-// carve lays the data pacer's buffers out back to back at the connection's packet size, so that
-// a batch of full packets is one GSO send; each may hold up to the end of the arena, since the
-// engine ends a batch at a longer packet (stream's Release).
-func (m *mux) carve(size, n int) [][]byte {
-	if m.sendArena == nil { // the first data packet: a Dial's socket need not pay 94 KB before it
-		s := newSendScratch(m.pktSize)
-		m.sendBufs, m.sendArena = s.bufs, s.arena
+// sendPackets sends the n packets one ReleaseViews put in sb (no lock held; the caller unpins
+// them after): a batch of packets of the packet size, perhaps ended by a longer one, which is
+// the path MTU probe (sent with Don't Fragment like the rest) or a packet cut before the size
+// fell (sent fragmentable).
+func (c *Conn) sendPackets(sb *sendScratch, n, size int, probe uint32, probing bool) {
+	hdrs, pays := sb.hdrs[:n], sb.pays[:n]
+	long := -1
+	if k := n - 1; len(hdrs[k])+len(pays[k]) > size {
+		long, hdrs, pays = k, hdrs[:k], pays[:k]
 	}
-	s := sendScratch{bufs: m.sendBufs, arena: m.sendArena}
-	return s.carve(size, min(n, len(m.sendBufs)))
-}
-
-// sendPackets sends what one Release produced (data pacer goroutine, no lock held): a batch of
-// packets of the packet size, perhaps ended by a longer one, which is the path MTU probe (sent
-// with Don't Fragment like the rest) or a packet cut before the size fell (sent fragmentable).
-func (c *Conn) sendPackets(bufs [][]byte, size int, probe uint32, probing bool) {
-	var long []byte
-	if k := len(bufs) - 1; k >= 0 && len(bufs[k]) > size {
-		long, bufs = bufs[k], bufs[:k]
-	}
-	if len(bufs) > 0 {
-		c.writeData(bufs)
+	if len(hdrs) > 0 {
+		c.writeData(hdrs, pays)
 	}
 	switch {
-	case long == nil:
-	case probing && binary.BigEndian.Uint32(long) == probe:
-		c.writeData([][]byte{long})
+	case long < 0:
+	case probing && binary.BigEndian.Uint32(sb.hdrs[long]) == probe:
+		c.writeData(sb.hdrs[long:n], sb.pays[long:n])
 	default:
-		c.mux.io.WriteFragmented(long, c.peer, size+ipUDPOverhead(c.peer))
+		sb.one = append(append(sb.one[:0], sb.hdrs[long]...), sb.pays[long]...)
+		c.mux.io.WriteFragmented(sb.one, c.peer, size+ipUDPOverhead(c.peer))
 	}
 }
 
@@ -103,22 +94,22 @@ func (c *Conn) sendPackets(bufs [][]byte, size int, probe uint32, probing bool) 
 // ENOBUFS (a local queue dropped the datagram) is reported only because reports are on
 // (IP_RECVERR); the kernel hides it otherwise, and the datagrams after it went as before: they
 // still go, the dropped one counts as lost.
-func (c *Conn) writeData(bufs [][]byte) {
+func (c *Conn) writeData(hdrs, pays [][]byte) {
 	m := c.mux
 	retried := false
-	for len(bufs) > 0 {
-		n, err := m.io.WriteBatch(bufs, c.peer)
+	for len(hdrs) > 0 {
+		n, err := m.io.WriteBatchParts(hdrs, pays, c.peer)
 		switch {
 		case err == nil:
 			return
 		case errors.Is(err, syscall.EMSGSIZE):
-			c.pathTooBig(len(bufs[n]), 0)
+			c.pathTooBig(len(hdrs[n])+len(pays[n]), 0)
 			return
 		case errors.Is(err, syscall.ENOBUFS):
-			bufs = bufs[n+1:]
+			hdrs, pays = hdrs[n+1:], pays[n+1:]
 		case isReportErr(err) && !retried:
 			m.drainReports()
-			bufs, retried = bufs[n:], true
+			hdrs, pays, retried = hdrs[n:], pays[n:], true
 		default:
 			return
 		}

@@ -36,6 +36,12 @@ type SendBuffer struct {
 	nextMsg seqno.Msg // of the next packet sent; the sent ones have the numbers before it
 	bytes   int       // bytes held
 	msg     *sendMsgs // message mode (NewMessageSendBuffer); nil for a stream
+
+	// Pinning (Pin): while pins > 0, the slots Ack frees are kept, unwritten, before head:
+	// [head−kept, head) in ring order; the last Unpin frees them.
+	pins     int
+	kept     int
+	released bool // Release was called while pinned: the last Unpin does it
 }
 
 // NewSendBuffer returns a send buffer of capacity bytes (rounded down to
@@ -77,10 +83,10 @@ func (b *SendBuffer) Write(p []byte) int {
 		b.st.setLength(i, l+k)
 		p, total = p[k:], k
 	}
-	for len(p) > 0 && b.used < b.n {
+	for len(p) > 0 && b.used+b.kept < b.n {
 		// Fill a run of slots at once: up to the free slots, the ring's end and the page's end.
 		i := b.slot(b.used)
-		k, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), b.fill, p)
+		k, slots := b.st.putRun(i, min(b.n-b.used-b.kept, b.n-i), b.fill, p)
 		b.used += slots
 		p, total = p[k:], total+k
 	}
@@ -91,7 +97,8 @@ func (b *SendBuffer) Write(p []byte) int {
 // Next hands out the oldest unsent packet for its first transmission: its
 // sequence number (consecutive from the ISN), payload and message number.
 // ok is false when there is no unsent data. The payload aliases the buffer
-// and stays valid and unchanged until the packet is acknowledged.
+// and stays valid and unchanged until the packet is acknowledged, or, if the
+// buffer is pinned then, until the last Unpin after that.
 func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bool) {
 	if b.sent == b.used {
 		return 0, nil, 0, false
@@ -146,9 +153,17 @@ func (b *SendBuffer) Ack(seq seqno.Seq) (int, error) {
 	}
 	for k := 0; k < d; {
 		i := b.slot(k)
-		freed, n := b.st.freeRun(i, min(d-k, b.n-i))
+		var freed, n int
+		if b.pins > 0 {
+			freed, n = b.st.lengths(i, min(d-k, b.n-i)) // kept until the last Unpin
+		} else {
+			freed, n = b.st.freeRun(i, min(d-k, b.n-i))
+		}
 		b.bytes -= n
 		k += freed
+	}
+	if b.pins > 0 {
+		b.kept += d
 	}
 	b.head = b.slot(d)
 	b.used -= d
@@ -178,7 +193,7 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 // the room left in an unsent last packet. Partly filled packets that were
 // already sent occupy a whole slot until acknowledged.
 func (b *SendBuffer) Free() int {
-	f := (b.n - b.used) * b.fill
+	f := (b.n - b.used - b.kept) * b.fill
 	if b.used > b.sent && b.msg == nil { // a message's last packet is never topped up
 		f += max(b.fill-b.st.length(b.slot(b.used-1)), 0)
 	}
@@ -195,11 +210,58 @@ func (b *SendBuffer) Cap() int { return b.n }
 // PayloadSize returns the payload bytes per packet.
 func (b *SendBuffer) PayloadSize() int { return b.payload }
 
-// Release returns the buffer's memory to the pool. Neither the buffer nor
-// any payload it handed out may be used afterwards.
+// Release returns the buffer's memory to the pool (at the last Unpin if it is
+// pinned). Neither the buffer nor any payload it handed out may be used
+// afterwards, except to Unpin.
 func (b *SendBuffer) Release() {
-	b.st.releaseAll()
 	b.used, b.sent, b.bytes = 0, 0, 0
+	if b.pins > 0 {
+		b.released = true
+		return
+	}
+	b.st.releaseAll()
+	b.kept = 0
+}
+
+// Pin keeps every payload Next and Packet have handed out unchanged, and the
+// memory under it out of the shared page pool, until the matching Unpin, even
+// if an Ack frees its packet meanwhile: the slots an Ack frees while the
+// buffer is pinned are held (Free does not count them) and freed by the last
+// Unpin. That lets the caller hand payloads to a system call that runs
+// without the buffer's lock (a GSO send from the buffer's own memory) while
+// ACKs are processed and Writes take the freed space: without it, a slot
+// freed and rewritten, or a page returned to the pool and reused by another
+// buffer, would change the bytes on the wire. Pins nest.
+func (b *SendBuffer) Pin() { b.pins++ }
+
+// Unpin undoes one Pin; the last one frees the slots acknowledged while
+// pinned. Calls beyond the Pins are ignored.
+func (b *SendBuffer) Unpin() {
+	if b.pins == 0 {
+		return
+	}
+	if b.pins--; b.pins > 0 {
+		return
+	}
+	if b.released {
+		b.released = false
+		b.st.releaseAll()
+		b.kept = 0
+		return
+	}
+	start := b.head - b.kept
+	if start < 0 {
+		start += b.n
+	}
+	for k := 0; k < b.kept; {
+		i := start + k
+		if i >= b.n {
+			i -= b.n
+		}
+		freed, _ := b.st.freeRun(i, min(b.kept-k, b.n-i))
+		k += freed
+	}
+	b.kept = 0
 }
 
 // Trim returns the page kept back for reuse to the pool, so that an idle

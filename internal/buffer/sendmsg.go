@@ -87,13 +87,13 @@ func (b *SendBuffer) WriteMessage(p []byte, deadline int64, order bool) (bool, e
 	if k > b.n {
 		return false, ErrMessageTooLarge
 	}
-	if len(p) == 0 || b.n-b.used < k {
+	if len(p) == 0 || b.n-b.used-b.kept < k {
 		return false, nil
 	}
 	start := b.used
 	for rest := p; len(rest) > 0; {
 		i := b.slot(b.used)
-		n, slots := b.st.putRun(i, min(b.n-b.used, b.n-i), b.fill, rest)
+		n, slots := b.st.putRun(i, min(b.n-b.used-b.kept, b.n-i), b.fill, rest)
 		b.used += slots
 		rest = rest[n:]
 	}

@@ -79,7 +79,7 @@ func (b *SendBuffer) Recut() int {
 	total, same, ahead, behind := b.layout(b.fill)
 	need := (total + b.fill - 1) / b.fill
 	switch {
-	case same || need > b.n-b.sent:
+	case same || need > b.n-b.sent-b.kept:
 		return 0 // already cut so, or not enough free slots
 	case need < u && ahead:
 		b.recut(b.fill, true)

@@ -175,6 +175,18 @@ func (s *store) freeRun(i, m int) (freed, n int) {
 	return freed, n
 }
 
+// lengths is freeRun without freeing: the slots it would release and the bytes they hold.
+func (s *store) lengths(i, m int) (count, n int) {
+	p := s.pageOf(i)
+	k := i - p*s.perPage
+	count = min(m, s.perPage-k)
+	pg := s.pages[p]
+	for j := k; j < k+count; j++ {
+		n += int(pg[2*j]) | int(pg[2*j+1])<<8
+	}
+	return count, n
+}
+
 // release marks slot i free and gives its page back when no slot in it is live.
 func (s *store) release(i int) { s.releasePage(s.pageOf(i)) }
 

@@ -91,6 +91,31 @@ type link struct {
 	// Otherwise they are armed exactly, as conn does.
 	lazy  bool
 	armed [2]time.Time
+	// views sends as conn does: ReleaseViews, the packets put on the wire (header and payload
+	// gathered) only after the next step's application work and deliveries, as a send system
+	// call outside the engine's lock would be, then Unpin.
+	views bool
+	pend  [2]viewBatch
+}
+
+// viewBatch is one ReleaseViews call's packets, not yet sent.
+type viewBatch struct {
+	hdrs, pays [][]byte
+	n          int
+}
+
+// sendViews puts endpoint i's pending views on the wire and unpins its send buffer.
+func (l *link) sendViews(i int) {
+	v := &l.pend[i]
+	if v.n == 0 {
+		return
+	}
+	for k := range v.n {
+		l.send(i, append(append([]byte(nil), v.hdrs[k]...), v.pays[k]...))
+		v.hdrs[k], v.pays[k] = v.hdrs[k][:cap(v.hdrs[k])], nil
+	}
+	v.n = 0
+	l.ep[i].Unpin()
 }
 
 // timerAt returns when endpoint i's timer wakes it next.
@@ -228,10 +253,15 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 	for i := range bufs {
 		bufs[i] = make([]byte, max(l.ep[0].pktSize, l.ep[1].pktSize))
 	}
-	for step := 0; step < 50_000_000; step++ {
-		l.flush(0) // what direct calls between runs queued
-		l.flush(1)
-		// Application work.
+	for i := range l.pend {
+		l.pend[i].hdrs, l.pend[i].pays = make([][]byte, len(bufs)), make([][]byte, len(bufs))
+		for k := range l.pend[i].hdrs {
+			l.pend[i].hdrs[k] = make([]byte, headerSize)
+		}
+	}
+	// work is the applications' turn: each writes what the send buffer takes and reads what
+	// arrived.
+	work := func() {
 		for i, a := range apps {
 			e := l.ep[i]
 			if a == nil || e == nil {
@@ -260,11 +290,19 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 				}
 			}
 		}
+	}
+	for step := 0; step < 50_000_000; step++ {
+		l.flush(0) // what direct calls between runs queued
+		l.flush(1)
+		work()
 		if done() {
 			return true
 		}
 		// Next event.
 		next := until
+		if l.pend[0].n > 0 || l.pend[1].n > 0 {
+			next = l.now // the sends in flight complete at once, after this step's calls
+		}
 		if len(l.q) > 0 && l.q[0].at.Before(next) {
 			next = l.q[0].at
 		}
@@ -300,6 +338,11 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			l.delivered[p.to] = l.now
 			l.pool = append(l.pool, p.buf)
 		}
+		if l.pend[0].n > 0 || l.pend[1].n > 0 {
+			work() // the applications write into what the ACKs freed before the sends complete
+			l.sendViews(0)
+			l.sendViews(1)
+		}
 		// Timers and departures.
 		for i, e := range l.ep {
 			if d := l.timerAt(i); !d.IsZero() && !d.After(l.now) {
@@ -308,7 +351,11 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 				l.flush(i)
 				l.armed[i] = e.NextTimer()
 			}
-			if d := e.Departure(); !d.IsZero() && !d.After(l.now) {
+			if d := e.Departure(); !d.IsZero() && !d.After(l.now) && l.views {
+				if l.pend[i].n == 0 { // one send at a time, as conn's sending flag allows
+					l.pend[i].n, _ = e.ReleaseViews(l.now, l.pend[i].hdrs, l.pend[i].pays)
+				}
+			} else if !d.IsZero() && !d.After(l.now) {
 				n, _ := e.Release(l.now, bufs)
 				for k := 0; k < n; k++ {
 					l.send(i, bufs[k])

@@ -97,13 +97,42 @@ func (e *Endpoint) Departure() time.Time {
 // whose seq&0xF == 0 and its successor leave back to back as a packet pair (spec §6.2), the
 // successor taking the next slot of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
+	return e.release(now, bufs, nil, nil)
+}
+
+// ReleaseViews is Release without copying payloads, for a caller that sends from the send
+// buffer's own memory (a gathering write): packet i is hdrs[i] (its header, written into the
+// caller's buffer, which needs a capacity of at least 16 bytes; hdrs[i] is resliced to 16)
+// followed by payloads[i], a slice of the send buffer. len(payloads) must be at least len(hdrs).
+// A call that releases packets pins the send buffer (buffer.SendBuffer.Pin): those payloads stay
+// unchanged, even if ACKs free their packets, until the caller's Unpin, which must follow each
+// such call once the send is done. The batch ends after a packet longer than the packet size, as
+// Release's does.
+func (e *Endpoint) ReleaseViews(now time.Time, hdrs, payloads [][]byte) (int, time.Time) {
+	n, next := e.release(now, nil, hdrs, payloads[:len(hdrs)])
+	if n > 0 {
+		e.snd.Pin()
+	}
+	return n, next
+}
+
+// Unpin ends the pin of one ReleaseViews call that released packets: their payloads may change
+// from now on.
+func (e *Endpoint) Unpin() { e.snd.Unpin() }
+
+// release is Release (bufs) or ReleaseViews (hdrs, payloads).
+func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, time.Time) {
+	max := len(bufs)
+	if hdrs != nil {
+		max = len(hdrs)
+	}
 	t := e.since(now)
 	e.traceRelease(now)
 	if e.dcc != nil {
 		e.dlv.imply(t, e.rtt.RTT())
 	}
 	n := 0
-	for n < len(bufs) {
+	for n < max {
 		e.expireMessages(t)
 		if !e.sendable() {
 			e.pairNext = false
@@ -122,12 +151,22 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 		} else if e.sched.Release(now, 1) == 0 {
 			return n, e.sched.Next()
 		}
-		b := bufs[n][:cap(bufs[n])]
-		if len(b) < e.pktSize {
-			panic("stream: Release buffer capacity below MSS-28")
+		var l int
+		var probe bool
+		if hdrs != nil {
+			h := hdrs[n][:headerSize]
+			payloads[n], l, probe = e.packOne(t, now, h)
+			hdrs[n] = h
+		} else {
+			b := bufs[n][:cap(bufs[n])]
+			if len(b) < e.pktSize {
+				panic("stream: Release buffer capacity below MSS-28")
+			}
+			var payload []byte
+			payload, l, probe = e.packOne(t, now, b)
+			copy(b[headerSize:l], payload)
+			bufs[n] = b[:l]
 		}
-		l, probe := e.packOne(t, now, b)
-		bufs[n] = b[:l]
 		n++
 		e.pairNext = probe
 		if l > e.pmtu.size {
@@ -137,8 +176,10 @@ func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	return n, e.Departure()
 }
 
-// packOne encodes the next packet into b and returns its length and whether it opens a pair.
-func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool) {
+// packOne encodes the next packet's header into b[:headerSize] and returns its payload (a slice of
+// the send buffer, to follow the header on the wire), the packet's length and whether it opens a
+// pair.
+func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) ([]byte, int, bool) {
 	var (
 		seq     seqno.Seq
 		payload []byte
@@ -171,7 +212,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 		e.noteFirstAfterPause(seq)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
-	l := headerSize + copy(b[headerSize:], payload)
+	l := headerSize + len(payload)
 	if e.cfg.Messages {
 		l = e.messageHeader(b, seq, msg, l)
 	}
@@ -186,7 +227,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) (int, bool)
 	e.traceSent(seq, len(payload), retrans)
 	e.cc.OnPacketSent(now, uint32(seq), l)
 	e.applyCC()
-	return l, probe
+	return payload[:l-headerSize], l, probe
 }
 
 // addLoss puts [first, last] into the sender loss list; numbers already acknowledged are clipped.

@@ -185,3 +185,78 @@ func TestControllerACKInterval(t *testing.T) {
 		t.Fatalf("%d ACKs for %d packets, want ≥ %d", s.ACKSent, s.PktRecv, want)
 	}
 }
+
+// TestTransferViews moves data both ways with ReleaseViews: each batch goes on the wire only
+// after the next step's ACKs have freed packets and the applications have written into the freed
+// space, as conn's send outside the lock does, so a pinned payload rewritten before its send
+// would corrupt the stream. Small send buffers keep them full; loss, duplication and reordering
+// make retransmissions, some of packets the peer already has (acknowledged while pinned).
+func TestTransferViews(t *testing.T) {
+	for _, loss := range []float64{0, 0.05} {
+		r := linkRules{delay: 2 * time.Millisecond, rate: 50e6, loss: loss, dup: 0.02, reorder: 0.05}
+		l := newLink(99+uint64(loss*100), r, r)
+		l.views = true
+		newPair(l, pairOpts{isnA: 1<<31 - 300, isnB: 5, sendBuf: 200 * 1456,
+			ccA: &fixedCC{period: 20 * time.Microsecond, window: 4096},
+			ccB: &fixedCC{period: 20 * time.Microsecond, window: 4096}})
+		transfer(t, l, 4<<20, true, 5*time.Minute)
+	}
+}
+
+// TestReleaseViewsPinned: payloads ReleaseViews handed out stay unchanged until Unpin even when
+// an ACK for their packets arrives first and the application fills the space it freed. (An
+// honest peer cannot acknowledge a packet before the kernel has read it, but a lying one can,
+// and so can an ACK for a spurious retransmission; without the pin the slot, or its page taken
+// by another connection, would be rewritten under the send.)
+func TestReleaseViewsPinned(t *testing.T) {
+	l := newLink(5, linkRules{}, linkRules{})
+	const pkts, size = 64, 1456
+	newPair(l, pairOpts{isnA: 1<<31 - 10, isnB: 5, sendBuf: pkts * size,
+		ccA: &fixedCC{window: 4096}, ccB: &fixedCC{window: 4096}})
+	a, b := l.ep[0], l.ep[1]
+	src := randomBytes(11, 2*pkts*size)
+	if n := a.Write(src[:pkts*size]); n != pkts*size {
+		t.Fatalf("Write took %d", n)
+	}
+	hdrs, pays := make([][]byte, pkts/2), make([][]byte, pkts/2)
+	for i := range hdrs {
+		hdrs[i] = make([]byte, headerSize)
+	}
+	n, _ := a.ReleaseViews(l.now, hdrs, pays)
+	if n != pkts/2 {
+		t.Fatalf("ReleaseViews released %d packets, want %d", n, pkts/2)
+	}
+	want := make([][]byte, n)
+	for i := range n {
+		if len(hdrs[i]) != headerSize || !bytes.Equal(pays[i], src[i*size:(i+1)*size]) {
+			t.Fatalf("packet %d: header %d bytes, payload not the stream's", i, len(hdrs[i]))
+		}
+		want[i] = append(append([]byte(nil), hdrs[i]...), pays[i]...)
+		b.HandlePacket(l.now, want[i]) // the peer has them before the send "returns"
+	}
+	l.now = l.now.Add(time.Second)
+	b.OnTimer(l.now) // its ACK timer: a full ACK of all n
+	for {
+		p, ok := b.PopControl()
+		if !ok {
+			break
+		}
+		a.HandlePacket(l.now, append([]byte(nil), p...))
+	}
+	if got := a.snd.AckSeq(); got != a.snd.NextSeq() {
+		t.Fatalf("the ACK did not reach the sender: ack %v, next %v", got, a.snd.NextSeq())
+	}
+	written := a.Write(src[pkts*size:])
+	for i := range n {
+		if !bytes.Equal(append(append([]byte(nil), hdrs[i]...), pays[i]...), want[i]) {
+			t.Fatalf("pinned packet %d changed before Unpin (%d bytes written meanwhile)", i, written)
+		}
+	}
+	if written != 0 {
+		t.Fatalf("Write took %d bytes of the pinned packets' space", written)
+	}
+	a.Unpin()
+	if got := a.Write(src[pkts*size:]); got != n*size {
+		t.Fatalf("after Unpin Write took %d, want the %d bytes the ACK freed", got, n*size)
+	}
+}

@@ -38,7 +38,7 @@ func (s *sysConn) enableDontFragment() bool {
 
 func (s *sysConn) writeFragmented(b []byte, to netip.AddrPort, mtu int) error {
 	if !s.df.Load() {
-		_, err := s.writeBatch([][]byte{b}, to)
+		_, err := s.writeBatch([][]byte{b}, nil, to)
 		return err
 	}
 	s.fragMu.Lock()
@@ -52,7 +52,7 @@ func (s *sysConn) writeFragmented(b []byte, to netip.AddrPort, mtu int) error {
 			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU, max(mtu, 1280))
 		}
 	})
-	_, err := s.writeBatch([][]byte{b}, to)
+	_, err := s.writeBatch([][]byte{b}, nil, to)
 	s.rc.Control(func(fd uintptr) {
 		if v6 {
 			unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_MTU, 0)

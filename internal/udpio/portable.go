@@ -3,6 +3,7 @@ package udpio
 import (
 	"net"
 	"net/netip"
+	"sync"
 	"time"
 )
 
@@ -53,10 +54,22 @@ func (p *portable) readBatch(msgs []Message) (int, error) {
 	return 1, nil
 }
 
-func (p *portable) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
+// gathers are the portable path's buffers for gathering a two-part datagram.
+var gathers = sync.Pool{New: func() any { return new([]byte) }}
+
+func (p *portable) writeBatch(bufs, bodies [][]byte, to netip.AddrPort) (int, error) {
 	var ua net.Addr
+	var g *[]byte
+	if bodies != nil {
+		g = gathers.Get().(*[]byte)
+		defer gathers.Put(g)
+	}
 	for i, b := range bufs {
 		var err error
+		if bodies != nil { // one write per datagram: gather it first
+			*g = append(append((*g)[:0], b...), bodies[i]...)
+			b = *g
+		}
 		if p.ap != nil {
 			_, err = p.ap.WriteToUDPAddrPort(b, to)
 		} else {

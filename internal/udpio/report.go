@@ -121,6 +121,6 @@ func (p *portable) writeFragmented(b []byte, to netip.AddrPort, _ int) error {
 		_, err := f.WriteFragmentable(b, to)
 		return err
 	}
-	_, err := p.writeBatch([][]byte{b}, to)
+	_, err := p.writeBatch([][]byte{b}, nil, to)
 	return err
 }

@@ -138,6 +138,15 @@ func TestNoAllocs(t *testing.T) {
 					t.Fatalf("%.1f allocations per WriteBatch, want 0", a)
 				}
 				read(16 * 11) // AllocsPerRun makes one more (warm-up) call than runs
+				hdrs, bodies := splitParts(bufs)
+				if a := testing.AllocsPerRun(10, func() {
+					if n, err := s.WriteBatchParts(hdrs, bodies, to); n != 16 || err != nil {
+						t.Fatalf("WriteBatchParts = %d, %v", n, err)
+					}
+				}); a != 0 {
+					t.Fatalf("%.1f allocations per WriteBatchParts, want 0", a)
+				}
+				read(16 * 11)
 				rs, sysRead := r.b.(*sysConn)
 				var kmsgs0 int
 				if sysRead {
@@ -346,5 +355,63 @@ func TestGROBuffersGrow(t *testing.T) {
 	}
 	if nb := len(sys(t, r).r.gbuf) / GROBufferSize; nb != groBuffers {
 		t.Fatalf("%d GRO buffers, want %d", nb, groBuffers)
+	}
+}
+
+// TestGSORunsParts: WriteBatchParts glues datagrams into GSO runs by their lengths alone (the
+// parts lie in separate arrays) and the kernel gathers every byte in order.
+func TestGSORunsParts(t *testing.T) {
+	mixed := func(b uint32) [][]byte {
+		bufs := contiguous(8, 1472, 1472, b)
+		bufs[2] = bufs[2][:800]
+		for i := range bufs {
+			fill(bufs[i], b, uint32(i))
+		}
+		return bufs
+	}
+	for _, c := range []struct {
+		name       string
+		make       func(uint32) [][]byte
+		runs       []int
+		gso, calls uint64
+	}{
+		{"64x1472", func(b uint32) [][]byte { return contiguous(64, 1472, 1472, b) }, []int{44, 20}, 2, 1},
+		{"mixed", mixed, []int{3, 5}, 2, 1},
+		{"70 singles", func(b uint32) [][]byte { return separate(b, repeat(9, 70)...) }, []int{64, 6}, 2, 1},
+		{"headers only", func(b uint32) [][]byte { return contiguous(5, 10, 10, b) }, []int{5}, 1, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bufs := c.make(9)
+			hdrs, bodies := splitParts(bufs)
+			var runs []int
+			for i := 0; i < len(hdrs); {
+				k, seg := gsoRunParts(hdrs[i:], bodies[i:])
+				if k < 1 || seg != len(bufs[i]) {
+					t.Fatalf("run at %d: %d datagrams of %d bytes", i, k, seg)
+				}
+				runs = append(runs, k)
+				i += k
+			}
+			if fmtInts(runs) != fmtInts(c.runs) {
+				t.Fatalf("runs %v, want %v", runs, c.runs)
+			}
+			su := listen(t, "udp4", "127.0.0.1:0")
+			ru := listen(t, "udp4", "127.0.0.1:0")
+			ru.SetReadBuffer(4 << 20)
+			s, r := New(su), New(ru)
+			if n, err := s.WriteBatchParts(hdrs, bodies, addrOf(ru, "127.0.0.1")); n != len(bufs) || err != nil {
+				t.Fatalf("WriteBatchParts = %d, %v", n, err)
+			}
+			for i, m := range readN(t, r, len(bufs), 2048) {
+				if m.N != len(bufs[i]) || m.Truncated {
+					t.Fatalf("datagram %d: %d bytes, want %d", i, m.N, len(bufs[i]))
+				}
+				check(t, m.Data, len(bufs[i]), 9, uint32(i))
+			}
+			ss := sys(t, s)
+			if g, m := ss.gsoSends.Load(), ss.sendCalls.Load(); g != c.gso || m != c.calls {
+				t.Fatalf("%d GSO messages and %d sendmmsg calls, want %d and %d", g, m, c.gso, c.calls)
+			}
+		})
 	}
 }

@@ -59,7 +59,7 @@ const MaxStampAge = 10 * time.Second
 // batcher is one way to move datagrams: the Linux system calls or the portable loop.
 type batcher interface {
 	readBatch(msgs []Message) (int, error)
-	writeBatch(bufs [][]byte, to netip.AddrPort) (int, error)
+	writeBatch(bufs, bodies [][]byte, to netip.AddrPort) (int, error)
 	features() (gso, gro, mmsg bool)
 	enableReports() bool
 	readReports(rs []Report) int
@@ -175,5 +175,20 @@ func (c *Conn) WriteBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	if len(bufs) == 0 {
 		return 0, nil
 	}
-	return c.b.writeBatch(bufs, to)
+	return c.b.writeBatch(bufs, nil, to)
+}
+
+// WriteBatchParts is WriteBatch for datagrams in two parts: datagram i is hdrs[i] followed by
+// bodies[i] (len(bodies) ≥ len(hdrs); either part may be empty), which the kernel gathers (two
+// iovecs per datagram), so that neither part has to be copied next to the other first: a
+// protocol header built per packet in front of a payload that stays in the sender's buffer. GSO
+// runs are as in WriteBatch, but the datagrams need not lie back to back: a run is two or more
+// datagrams of the total length of the first but the last, which may be shorter, sent as one
+// message of 2·k buffers. On the portable path each datagram is gathered into a pooled buffer and
+// written on its own. Returns and errors as WriteBatch's; safe for concurrent use.
+func (c *Conn) WriteBatchParts(hdrs, bodies [][]byte, to netip.AddrPort) (int, error) {
+	if len(hdrs) == 0 {
+		return 0, nil
+	}
+	return c.b.writeBatch(hdrs, bodies[:len(hdrs)], to)
 }

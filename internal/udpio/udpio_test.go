@@ -47,33 +47,61 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// roundTrips runs every batch case from s to r (at to); every datagram must come from from.
+// roundTrips runs every batch case from s to r (at to), by WriteBatch and by WriteBatchParts
+// (each datagram split into a header and a body in separate arrays); every datagram must come
+// from from.
 func roundTrips(t *testing.T, s, r *Conn, to, from netip.AddrPort) {
 	t.Helper()
 	for bi, bc := range batchCases {
-		batch := uint32(bi + 1)
-		bufs := bc.make(batch)
-		var wg sync.WaitGroup
-		var n int
-		var werr error
-		wg.Go(func() { n, werr = s.WriteBatch(bufs, to) })
-		got := readN(t, r, len(bufs), 2048)
-		wg.Wait()
-		if werr != nil || n != len(bufs) {
-			t.Fatalf("%s: WriteBatch = %d, %v; want %d, nil", bc.name, n, werr, len(bufs))
+		for _, parts := range []bool{false, true} {
+			roundTrip(t, s, r, to, from, bc.name, uint32(bi+1), bc.make(uint32(bi+1)), parts)
 		}
-		for i, m := range got {
-			if m.Addr != from {
-				t.Fatalf("%s: datagram %d from %v, want %v", bc.name, i, m.Addr, from)
-			}
-			if m.Truncated {
-				t.Fatalf("%s: datagram %d flagged truncated", bc.name, i)
-			}
-			if m.N != len(bufs[i]) {
-				t.Fatalf("%s: datagram %d has %d bytes, want %d", bc.name, i, m.N, len(bufs[i]))
-			}
-			check(t, m.Buf, len(bufs[i]), batch, uint32(i))
+	}
+}
+
+// splitParts copies each datagram into a header of up to 16 bytes and a body, each in an array
+// of its own (so no two parts lie back to back).
+func splitParts(bufs [][]byte) (hdrs, bodies [][]byte) {
+	for _, b := range bufs {
+		h := min(16, len(b))
+		hdrs = append(hdrs, append(make([]byte, 0, h), b[:h]...))
+		bodies = append(bodies, append([]byte(nil), b[h:]...))
+	}
+	return hdrs, bodies
+}
+
+func roundTrip(t *testing.T, s, r *Conn, to, from netip.AddrPort, name string, batch uint32, bufs [][]byte, parts bool) {
+	t.Helper()
+	if parts {
+		name += "/parts"
+	}
+	var wg sync.WaitGroup
+	var n int
+	var werr error
+	wg.Go(func() {
+		if parts {
+			hdrs, bodies := splitParts(bufs)
+			n, werr = s.WriteBatchParts(hdrs, bodies, to)
+		} else {
+			n, werr = s.WriteBatch(bufs, to)
 		}
+	})
+	got := readN(t, r, len(bufs), 2048)
+	wg.Wait()
+	if werr != nil || n != len(bufs) {
+		t.Fatalf("%s: WriteBatch = %d, %v; want %d, nil", name, n, werr, len(bufs))
+	}
+	for i, m := range got {
+		if m.Addr != from {
+			t.Fatalf("%s: datagram %d from %v, want %v", name, i, m.Addr, from)
+		}
+		if m.Truncated {
+			t.Fatalf("%s: datagram %d flagged truncated", name, i)
+		}
+		if m.N != len(bufs[i]) {
+			t.Fatalf("%s: datagram %d has %d bytes, want %d", name, i, m.N, len(bufs[i]))
+		}
+		check(t, m.Buf, len(bufs[i]), batch, uint32(i))
 	}
 }
 

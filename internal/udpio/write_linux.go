@@ -14,6 +14,7 @@ import (
 type writer struct {
 	ms    [maxBatch]ipv4.Message
 	bufs  [maxBatch][1][]byte
+	parts [][]byte           // the gathered messages' buffers (WriteBatchParts): header, body, header, …
 	oob   [maxBatch][32]byte // UDP_SEGMENT control messages
 	count [maxBatch]int      // datagrams in each message
 	gso   [maxBatch]bool     // the message is a GSO send
@@ -34,24 +35,44 @@ func (w *writer) setTo(ap netip.AddrPort) {
 	w.to.Port, w.to.Zone = int(ap.Port()), a.Zone()
 }
 
-// pack lays bufs out as at most maxBatch messages: each GSO run (when gso) as one message with a
-// UDP_SEGMENT control message, every other datagram as a message of its own. It returns the
-// number of messages.
-func (w *writer) pack(bufs [][]byte, gso bool) int {
+// pack lays the datagrams out as at most maxBatch messages: each GSO run (when gso) as one
+// message with a UDP_SEGMENT control message, every other datagram as a message of its own.
+// Datagram i is bufs[i], or with bodies bufs[i] followed by bodies[i], gathered from both (two
+// iovecs per datagram). It returns the number of messages.
+func (w *writer) pack(bufs, bodies [][]byte, gso bool) int {
+	if bodies != nil && cap(w.parts) < 2*len(bufs) {
+		w.parts = make([][]byte, 0, 2*min(len(bufs), maxBatch*MaxGSOSegments))
+	}
+	w.parts = w.parts[:0]
 	k := 0
 	for i := 0; i < len(bufs) && k < maxBatch; k++ {
 		m := &w.ms[k]
 		m.Addr, m.OOB = &w.to, nil
 		w.count[k], w.gso[k] = 1, false
-		w.bufs[k][0] = bufs[i]
-		if gso {
-			if n, seg, total := gsoRun(bufs[i:]); n >= 2 {
-				w.bufs[k][0] = unsafe.Slice(unsafe.SliceData(bufs[i]), total)
-				m.OOB = putSegment(w.oob[k][:], seg)
-				w.count[k], w.gso[k] = n, true
-			}
+		n, seg, total := 1, 0, 0
+		if gso && bodies == nil {
+			n, seg, total = gsoRun(bufs[i:])
+		} else if gso {
+			n, seg = gsoRunParts(bufs[i:], bodies[i:])
 		}
-		m.Buffers = w.bufs[k][:]
+		if n >= 2 {
+			m.OOB = putSegment(w.oob[k][:], seg)
+			w.count[k], w.gso[k] = n, true
+		}
+		switch {
+		case bodies != nil:
+			start := len(w.parts)
+			for j := i; j < i+w.count[k]; j++ {
+				w.parts = append(w.parts, bufs[j], bodies[j])
+			}
+			m.Buffers = w.parts[start:len(w.parts):len(w.parts)]
+		case n >= 2:
+			w.bufs[k][0] = unsafe.Slice(unsafe.SliceData(bufs[i]), total)
+			m.Buffers = w.bufs[k][:]
+		default:
+			w.bufs[k][0] = bufs[i]
+			m.Buffers = w.bufs[k][:]
+		}
 		i += w.count[k]
 	}
 	return k
@@ -62,9 +83,11 @@ func (w *writer) clear(k int) {
 	for i := range k {
 		w.bufs[i][0], w.ms[i].Buffers, w.ms[i].Addr = nil, nil, nil
 	}
+	clear(w.parts)
+	w.parts = w.parts[:0]
 }
 
-func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
+func (s *sysConn) writeBatch(bufs, bodies [][]byte, to netip.AddrPort) (int, error) {
 	w := s.scratch.Get().(*writer)
 	defer s.scratch.Put(w)
 	w.setTo(to)
@@ -76,7 +99,11 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 	// same datagrams singly tells which.
 	singles := false
 	for sent < len(bufs) {
-		k := w.pack(bufs[sent:], gso && !singles)
+		var rest [][]byte
+		if bodies != nil {
+			rest = bodies[sent:]
+		}
+		k := w.pack(bufs[sent:], rest, gso && !singles)
 		n, err := s.x.WriteBatch(w.ms[:k], 0)
 		s.sendCalls.Add(1)
 		if err != nil {
@@ -110,6 +137,28 @@ func (s *sysConn) writeBatch(bufs [][]byte, to netip.AddrPort) (int, error) {
 		}
 	}
 	return sent, nil
+}
+
+// gsoRunParts is gsoRun for datagrams of two parts (WriteBatchParts), which need not lie back to
+// back: datagram j is hdrs[j] then bodies[j], and only their lengths matter.
+func gsoRunParts(hdrs, bodies [][]byte) (k, seg int) {
+	seg = len(hdrs[0]) + len(bodies[0])
+	if seg == 0 || seg > MaxGSOBytes {
+		return 1, seg
+	}
+	k, total := 1, seg
+	for k < len(hdrs) && k < MaxGSOSegments {
+		l := len(hdrs[k]) + len(bodies[k])
+		if l == 0 || l > seg || total+l > MaxGSOBytes {
+			break
+		}
+		total += l
+		k++
+		if l < seg {
+			break
+		}
+	}
+	return k, seg
 }
 
 // gsoRun returns how many datagrams from bufs[0] on can go as one GSO send (k ≥ 2 when worth
