@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -284,6 +285,15 @@ func (m *mux) readLoop(pktSize, batch int) {
 			m.drainReports()
 		}
 		m.dispatchBatch(msgs[:n], &rs)
+		if n > 1 {
+			// A busy socket (the read found more than one datagram queued): yield, so that
+			// the goroutines this batch readied (Read callers, other connections' servers) run
+			// before the next read instead of waiting in this P's run queue for the
+			// scheduler's forced preemption after 10 ms, since a busy socket's reader seldom
+			// blocks. BenchmarkManyConnections/bulk, 8 runs against 8 of the build before:
+			// exchange p99 2.1–12.5 ms (median 8.2) against 11.4–20.8 (15.9).
+			runtime.Gosched()
+		}
 		if n == len(msgs) && n < readBatch {
 			msgs = readSlots(pktSize, min(4*n, readBatch)) // the socket is busy: read more at a time
 		}
