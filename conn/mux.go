@@ -290,8 +290,9 @@ func (m *mux) readLoop(pktSize, batch int) {
 			// the goroutines this batch readied (Read callers, other connections' servers) run
 			// before the next read instead of waiting in this P's run queue for the
 			// scheduler's forced preemption after 10 ms, since a busy socket's reader seldom
-			// blocks. BenchmarkManyConnections/bulk, 8 runs against 8 of the build before:
-			// exchange p99 2.1–12.5 ms (median 8.2) against 11.4–20.8 (15.9).
+			// blocks. BenchmarkManyConnections/bulk on the 2026-12-04 VM: exchange p99
+			// 4.8–9.4 ms in 3 runs (2.1–12.5, median 8.2, in 8 runs yielding after every
+			// batch) against 11.4–20.8 ms, median 15.9, in 8 runs of the builds before.
 			runtime.Gosched()
 		}
 		if n == len(msgs) && n < readBatch {

@@ -31,7 +31,9 @@
 //     Stats().Drops, never a panic; nothing a packet says can make the engine allocate more than
 //     its configured buffers. Handshake packets are counted as ignored (conn answers them).
 //   - Pacer side: data packets leave only through Release, which encodes the packets due at now
-//     into caller buffers and returns when the next one is due. Departure reports that time after
+//     into caller buffers and returns when the next one is due, or ReleaseViews, which encodes
+//     only their headers and points at their payloads in the send buffer, pinned there until the
+//     caller's Unpin (so that the send can run without the caller's lock). Departure reports that time after
 //     any other call (zero = nothing sendable until new data, an ACK or a NAK). Packets are cut
 //     at PacketSize (path MTU discovery, pmtud.go); a longer packet ends a Release batch and is
 //     either the probe (ProbeSeq: send it with Don't Fragment like the rest) or one cut before

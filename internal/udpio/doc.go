@@ -6,10 +6,14 @@
 //   - UDP generic segmentation offload (GSO, Linux ≥ 4.18, udp(7) UDP_SEGMENT): WriteBatch hands the
 //     kernel one sendmsg(2) of up to 64 equal-sized datagrams laid out back to back in memory, with a
 //     UDP_SEGMENT control message giving the datagram size; the kernel (or the NIC) cuts it.
+//     WriteBatchParts does the same for datagrams given as a header and a body each, wherever they
+//     lie, which the kernel gathers (two iovecs per datagram): a sender's payloads need not be
+//     copied next to their headers first.
 //   - UDP generic receive offload (GRO, Linux ≥ 5.0, udp(7) UDP_GRO): the kernel may hand one read a
 //     run of datagrams of one flow glued together (up to 64 KiB) with a UDP_GRO control message giving
-//     the segment size; ReadBatch cuts them apart again. On loopback, GSO sends reach a GRO socket
-//     still coalesced, so both ends pay one system call per run.
+//     the segment size; ReadBatch cuts them apart again, handing each datagram out as a slice of its
+//     own buffer (Message.Data, valid until the next call), not a copy. On loopback, GSO sends reach
+//     a GRO socket still coalesced, so both ends pay one system call per run.
 //   - recvmmsg(2) and sendmmsg(2): many datagrams per call, each with its own buffer, through
 //     golang.org/x/net/ipv4 and ipv6 ReadBatch/WriteBatch (as wireguard-go's and quic-go's batch
 //     I/O use them). The control messages above are the only part written by hand.
