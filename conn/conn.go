@@ -24,8 +24,8 @@ type Conn struct {
 	// concurrent use). Nothing blocks and no system call is made while it is held: every engine
 	// call is followed by pullLocked, which takes what the call produced, and the caller then
 	// unlocks and does it (apply; effects.go). The copies under mu are bounded: a Write or Read
-	// step copies at most lockChunk bytes, a release at most sendBatch packets, a reader batch
-	// at most readBatch datagrams.
+	// step copies at most lockChunk bytes, a release the headers of at most sendBatch packets
+	// (their payloads stay in the send buffer), a reader batch at most readBatch datagrams.
 
 	mux    *mux
 	cfg    Config
@@ -286,8 +286,9 @@ func (c *Conn) answerHandshake(b []byte) {
 type dataFlow struct{ c *Conn }
 
 // Release sends the data packets due at now; runs on the data pacer goroutine. The packets are
-// encoded under the lock into the pacer's buffers and written after it. If another goroutine is
-// sending for the connection, it returns idle: that goroutine schedules what is left when done.
+// encoded under the lock (headers into the pacer's scratch, payloads pinned in the send buffer)
+// and written after it. If another goroutine is sending for the connection, it returns idle:
+// that goroutine schedules what is left when done.
 func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	c := f.c
 	m := c.mux
@@ -308,7 +309,9 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	if n > 0 {
 		c.sendPackets(sb, n, size, probe, probing)
 		c.mu.Lock()
-		c.ep.Unpin() // the payloads are on their way: the send buffer may free them
+		if c.ep.Unpin() { // the payloads are on their way: the send buffer may free them
+			fx.Writable = fx.Writable || c.ep.CanWrite() // what ACKs freed during the send
+		}
 		c.mu.Unlock()
 		sb.reset(n)
 	}

@@ -8,9 +8,10 @@ import (
 
 // After every engine call (or batch of them) the caller, still holding c.mu, pulls what the
 // engine asks for (pullLocked), releases the lock, and does it (apply): sends the control
-// packets, sends the data packets that were due (released under the lock into the caller's
-// buffers), schedules the next departure on the data pacer, arms the connection's timer, wakes
-// readers and writers. Nothing in pullLocked blocks or makes a system call.
+// packets, sends the data packets that were due (released under the lock: their headers built
+// in the caller's scratch, their payloads pinned in the send buffer until the send is done),
+// schedules the next departure on the data pacer, arms the connection's timer, wakes readers and
+// writers. Nothing in pullLocked blocks or makes a system call.
 //
 // Data leave from whichever goroutine finds them due: the data pacer for paced departures, and
 // the goroutine whose call made them due at once (a Write on an idle connection, the reader after
@@ -93,9 +94,9 @@ func (c *Conn) apply(fx *effects) {
 			c.sendPackets(fx.sb, fx.n, fx.size, fx.probe, fx.probing) // pmtu.go
 		}
 		c.sending.Store(false)
-		c.mu.Lock() // what became due meanwhile, or was left for us by a pacer that found us sending
-		if fx.n > 0 {
-			c.ep.Unpin() // the payloads are on their way: the send buffer may free them
+		c.mu.Lock()                   // what became due meanwhile, or was left for us by a pacer that found us sending
+		if fx.n > 0 && c.ep.Unpin() { // the payloads are on their way: the send buffer may free them
+			fx.Writable = fx.Writable || c.ep.CanWrite() // what ACKs freed during the send
 		}
 		fx.Departure = c.ep.Departure()
 		c.mu.Unlock()

@@ -49,17 +49,17 @@ func TestSendBufferPin(t *testing.T) {
 		}
 		other := NewSendBuffer(8*PageSize, size, 1) // takes pages from the pool meanwhile
 		other.Write(bytes.Repeat([]byte{0xAA}, 8*PageSize))
-		b.Unpin()
-		if b.Free() != 0 {
-			t.Fatalf("after the inner Unpin: free %d, want 0", b.Free())
+		if freed := b.Unpin(); freed != 0 || b.Free() != 0 {
+			t.Fatalf("after the inner Unpin: %d slots freed, free %d, want 0", freed, b.Free())
 		}
 		for i := range views {
 			if !bytes.Equal(views[i], want[i]) {
 				t.Fatalf("start %d: pinned payload %d changed", start, i)
 			}
 		}
-		b.Unpin()
-		b.Unpin() // beyond the Pins: ignored
+		if freed := b.Unpin(); freed != 64 {
+			t.Fatalf("the last Unpin freed %d slots, want 64", freed)
+		}
 		if b.Free() != 64*size {
 			t.Fatalf("after the last Unpin: free %d, want %d", b.Free(), 64*size)
 		}
@@ -106,6 +106,14 @@ func TestSendBufferReleasePinned(t *testing.T) {
 		t.Fatal("pinned payload changed after Release")
 	}
 	b.Unpin()
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("an Unpin beyond the Pins did not panic")
+			}
+		}()
+		b.Unpin()
+	}()
 	if b.Memory() != 0 {
 		t.Fatalf("after the last Unpin %d bytes held, want 0", b.Memory())
 	}

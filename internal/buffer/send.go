@@ -235,19 +235,21 @@ func (b *SendBuffer) Release() {
 func (b *SendBuffer) Pin() { b.pins++ }
 
 // Unpin undoes one Pin; the last one frees the slots acknowledged while
-// pinned. Calls beyond the Pins are ignored.
-func (b *SendBuffer) Unpin() {
+// pinned and returns how many (0 for an inner one). An Unpin without a Pin
+// panics: it would end another caller's pin early.
+func (b *SendBuffer) Unpin() int {
 	if b.pins == 0 {
-		return
+		panic("buffer: Unpin without Pin")
 	}
 	if b.pins--; b.pins > 0 {
-		return
+		return 0
 	}
+	freed := b.kept
 	if b.released {
 		b.released = false
 		b.st.releaseAll()
 		b.kept = 0
-		return
+		return freed
 	}
 	start := b.head - b.kept
 	if start < 0 {
@@ -258,10 +260,11 @@ func (b *SendBuffer) Unpin() {
 		if i >= b.n {
 			i -= b.n
 		}
-		freed, _ := b.st.freeRun(i, min(b.kept-k, b.n-i))
-		k += freed
+		run, _ := b.st.freeRun(i, min(b.kept-k, b.n-i))
+		k += run
 	}
 	b.kept = 0
+	return freed
 }
 
 // Trim returns the page kept back for reuse to the pool, so that an idle

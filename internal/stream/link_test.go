@@ -2,6 +2,7 @@ package stream
 
 import (
 	"container/heap"
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -98,24 +99,41 @@ type link struct {
 	pend  [2]viewBatch
 }
 
-// viewBatch is one ReleaseViews call's packets, not yet sent.
+// viewBatch is one ReleaseViews call's packets, not yet sent, and a copy of each taken at the
+// release.
 type viewBatch struct {
 	hdrs, pays [][]byte
 	n          int
+	want       [][]byte
 }
 
-// sendViews puts endpoint i's pending views on the wire and unpins its send buffer.
+// sendViews puts endpoint i's pending views on the wire and unpins its send buffer. A packet
+// whose bytes changed since its release is a broken pin: it panics.
 func (l *link) sendViews(i int) {
 	v := &l.pend[i]
 	if v.n == 0 {
 		return
 	}
 	for k := range v.n {
-		l.send(i, append(append([]byte(nil), v.hdrs[k]...), v.pays[k]...))
+		p := append(append([]byte(nil), v.hdrs[k]...), v.pays[k]...)
+		if string(p) != string(v.want[k]) {
+			panic(fmt.Sprintf("endpoint %d: packet %d of a pinned batch changed before its send", i, k))
+		}
+		l.send(i, p)
 		v.hdrs[k], v.pays[k] = v.hdrs[k][:cap(v.hdrs[k])], nil
 	}
 	v.n = 0
 	l.ep[i].Unpin()
+}
+
+// releaseViews releases endpoint i's due packets as views and copies them for sendViews' check.
+func (l *link) releaseViews(i int) {
+	v := &l.pend[i]
+	v.n, _ = l.ep[i].ReleaseViews(l.now, v.hdrs, v.pays)
+	v.want = v.want[:0]
+	for k := range v.n {
+		v.want = append(v.want, append(append([]byte(nil), v.hdrs[k]...), v.pays[k]...))
+	}
 }
 
 // timerAt returns when endpoint i's timer wakes it next.
@@ -353,7 +371,7 @@ func (l *link) run(apps [2]*app, until time.Time, done func() bool) bool {
 			}
 			if d := e.Departure(); !d.IsZero() && !d.After(l.now) && l.views {
 				if l.pend[i].n == 0 { // one send at a time, as conn's sending flag allows
-					l.pend[i].n, _ = e.ReleaseViews(l.now, l.pend[i].hdrs, l.pend[i].pays)
+					l.releaseViews(i)
 				}
 			} else if !d.IsZero() && !d.After(l.now) {
 				n, _ := e.Release(l.now, bufs)

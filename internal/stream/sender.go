@@ -117,8 +117,10 @@ func (e *Endpoint) ReleaseViews(now time.Time, hdrs, payloads [][]byte) (int, ti
 }
 
 // Unpin ends the pin of one ReleaseViews call that released packets: their payloads may change
-// from now on.
-func (e *Endpoint) Unpin() { e.snd.Unpin() }
+// from now on. It reports whether it freed send-buffer space (packets acknowledged while pinned,
+// which Free and CanWrite did not count until now): a writer blocked on a full buffer may then
+// need waking, though no Effects said so.
+func (e *Endpoint) Unpin() bool { return e.snd.Unpin() > 0 }
 
 // release is Release (bufs) or ReleaseViews (hdrs, payloads).
 func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, time.Time) {

@@ -255,8 +255,14 @@ func TestReleaseViewsPinned(t *testing.T) {
 	if written != 0 {
 		t.Fatalf("Write took %d bytes of the pinned packets' space", written)
 	}
-	a.Unpin()
+	if !a.Unpin() {
+		t.Fatal("Unpin did not report the space the ACK freed (a blocked writer would not be woken)")
+	}
 	if got := a.Write(src[pkts*size:]); got != n*size {
 		t.Fatalf("after Unpin Write took %d, want the %d bytes the ACK freed", got, n*size)
+	}
+	// A pin that no ACK overlapped frees nothing at its Unpin.
+	if k, _ := a.ReleaseViews(l.now, hdrs, pays); k == 0 || a.Unpin() {
+		t.Fatalf("a second batch of %d packets: Unpin reported freed space with no ACK in between", k)
 	}
 }

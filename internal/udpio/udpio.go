@@ -37,8 +37,8 @@ type Message struct {
 	// of a dual-stack socket compares equal to the IPv4 address that was dialed. An IPv6 scope
 	// (link-local zone) is the interface's name where it has one, as the standard library gives it.
 	Addr netip.AddrPort
-	// Truncated reports a datagram longer than Buf (or, on the portable path, exactly len(Buf)
-	// bytes): Buf[:N] holds only its start, so it should be dropped.
+	// Truncated reports a datagram longer than len(Buf) (or, on the portable path, exactly
+	// len(Buf) bytes): Data holds only its start, so it should be dropped.
 	Truncated bool
 	// Time is when the kernel received the datagram (Linux SO_TIMESTAMPNS, socket(7)), not when
 	// ReadBatch returned it, so datagrams that waited in the socket buffer while the reader was
@@ -130,9 +130,9 @@ func (c *Conn) Features() (gso, gro, mmsg bool) { return c.b.features() }
 //
 //   - recvmmsg without GRO: what is queued, up to min(len(msgs), 64), read straight into the Bufs;
 //   - GRO: the runs one recvmmsg got (one 64 KiB buffer at first, doubled up to 8 while reads fill
-//     them all), split into one Message per datagram whose Data points into that buffer (Bufs
-//     unused); what does not fit in msgs is kept and returned by the next call without a system
-//     call;
+//     them all), split into one Message per datagram whose Data points into that buffer (the
+//     Bufs are not written; their lengths still cut Data and set Truncated); what does not fit in
+//     msgs is kept and returned by the next call without a system call;
 //   - the portable path: one.
 //
 // x/net decodes each sender address into a new *net.UDPAddr: two small allocations per datagram
