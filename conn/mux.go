@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -284,18 +283,7 @@ func (m *mux) readLoop(pktSize, batch int) {
 		if m.reportsPending.Load() {
 			m.drainReports()
 		}
-		if shared := m.dispatchBatch(msgs[:n], &rs); shared && n > 1 {
-			// A busy shared socket (the read found more than one datagram queued, and the
-			// socket serves other connections): yield, so that the goroutines this batch
-			// readied (other connections' servers and clients) run before the next read
-			// instead of waiting in this P's run queue for the scheduler's forced preemption
-			// after 10 ms, since a busy socket's reader seldom blocks. A socket of one
-			// connection does not: the yield cost its bulk transfer 2–6 % in udtperf's self
-			// mode. BenchmarkManyConnections/bulk on the 2026-12-04 VM: exchange p99 4.8–16.3
-			// ms, median 7.8, in 9 runs, against 11.4–20.8 ms, median 15.9, in 8 runs of the
-			// builds before.
-			runtime.Gosched()
-		}
+		m.dispatchBatch(msgs[:n], &rs)
 		if n == len(msgs) && n < readBatch {
 			msgs = readSlots(pktSize, min(4*n, readBatch)) // the socket is busy: read more at a time
 		}
@@ -335,11 +323,10 @@ const (
 // dispatchBatch hands the datagrams of one read to their connections, dialers or listener (spec
 // §3.1): each connection's datagrams in one engine batch under one hold of its lock (in arrival
 // order), the rest one by one. The control packets the engines produce leave after the whole
-// batch, grouped by destination. It reports whether the socket serves more than one connection.
-func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) (shared bool) {
+// batch, grouped by destination.
+func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 	owners, kind := rs.owners[:len(msgs)], rs.kind[:len(msgs)]
 	m.mu.RLock()
-	shared = len(m.conns) > 1
 	for i := range msgs {
 		msg := &msgs[i]
 		owners[i], kind[i] = nil, otherDatagram
@@ -370,7 +357,6 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) (shared bool)
 	}
 	rs.out.flush(m.io)
 	clear(owners)
-	return shared
 }
 
 // writeTo sends one datagram; a send error is not fatal (the packet counts as lost). It may run
