@@ -11,12 +11,13 @@ import (
 	"github.com/udtgo/udt/congestion"
 )
 
-// TestBulkManyOneListener: ten connections dialed to one Listener over UDP loopback each move
+// TestBulkManyOneListener: twenty connections dialed to one Listener over UDP loopback each move
 // 8 MiB at once, byte-exact, each closing with everything acknowledged: the Listener's one socket
-// reader serves them all. With a fixed 100 Mbit/s each (1 Gbit/s in all, well within what one
-// connection moves here) and with the default controller. A reader that yielded its P after
-// every batch on a shared socket (tried on 2026-12-04) starved here: the Listener went silent for
-// 10 s and every sender broke with "peer unresponsive".
+// reader serves them all, and the twenty dialers' pacers share the process's two Ps. With a fixed
+// 100 Mbit/s each and with the default controller. Two ways this broke on 2026-12-04: a reader
+// that yielded its P after every batch on a shared socket starved (the Listener went silent for
+// 10 s and every sender broke with "peer unresponsive"), and hybrid waiters sleeping raw held
+// every P (37.6 s for what takes 1.2 s; with 20 MiB each, not done within the 60 s linger).
 func TestBulkManyOneListener(t *testing.T) {
 	if testing.Short() {
 		t.Skip("ten bulk transfers over UDP loopback")
@@ -32,7 +33,7 @@ func TestBulkManyOneListener(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer ln.Close()
-			const n, size = 10, 8 << 20
+			const n, size = 20, 8 << 20
 			peers := make([]chan net.Conn, n) // the accepted side of dialer i, which sent byte i
 			for i := range peers {
 				peers[i] = make(chan net.Conn, 1)

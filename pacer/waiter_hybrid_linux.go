@@ -23,7 +23,11 @@ import (
 // P is held no longer than the runtime lets any goroutine run before it preempts it (10 ms,
 // forcePreemptNS); the runtime's preemption signal ends the futex wait with EINTR (a handled
 // signal interrupts a timed futex wait, futex(2)), so stop-the-world and preemption are not held
-// up by the sleep. Longer sleeps, where that cost is under 1 %, take the blocking path.
+// up by the sleep. Longer sleeps, where that cost is under 1 %, take the blocking path, and so do
+// the sleeps of a waiter when GOMAXPROCS − 1 others are already sleeping raw (rawSlot): a process
+// with many sockets (each with its pacer and waiter) must keep a P for everything else. Twenty
+// dialed connections on a 2-P process held both Ps in raw sleeps: RTTs of 100+ ms on loopback,
+// retransmission timeouts, and twenty 20 MiB transfers not done in 60 s (0.8 s with timerfd).
 type hybridSleeper struct {
 	seq      atomic.Uint32 // the futex word: bumped by every interrupt
 	sleeping atomic.Bool
@@ -52,8 +56,9 @@ func (s *hybridSleeper) sleep(w *wakeSignal, wakeAt time.Time) (woken bool, late
 	s.sleeping.Store(true)
 	defer s.sleeping.Store(false)
 	futex := syscall.Syscall6
-	if time.Until(wakeAt) <= hybridRawSleep {
+	if time.Until(wakeAt) <= hybridRawSleep && rawSlot() {
 		futex = syscall.RawSyscall6
+		defer rawSleepers.Add(-1)
 	}
 	for {
 		v := s.seq.Load()
@@ -73,6 +78,24 @@ func (s *hybridSleeper) sleep(w *wakeSignal, wakeAt time.Time) (woken bool, late
 			}
 		default: // cannot happen with valid arguments; fall back to spinning the rest
 			return false, -1
+		}
+	}
+}
+
+// rawSleepers counts the raw (P-holding) sleeps in progress in the process, across waiters.
+var rawSleepers atomic.Int32
+
+// rawSlot takes one of the GOMAXPROCS − 1 raw-sleep slots (none with one P), so that raw sleeps
+// never hold every P: it reports whether it got one (release with rawSleepers.Add(-1)).
+func rawSlot() bool {
+	limit := int32(runtime.GOMAXPROCS(0)) - 1
+	for {
+		n := rawSleepers.Load()
+		if n >= limit {
+			return false
+		}
+		if rawSleepers.CompareAndSwap(n, n+1) {
+			return true
 		}
 	}
 }
