@@ -97,6 +97,10 @@ func TestPacerConcurrentScheduleRemove(t *testing.T) {
 	}
 	wg.Wait()
 	p.Close()
+	// Close returns at once when a Release is in progress (its documented exception, for a Close
+	// from inside a Release); that Release may then still run its checks, so "after Close" is
+	// measured from Done.
+	<-p.Done()
 	closed.Store(true)
 	for i := range slots {
 		slots[i].Load().h.Schedule(time.Now())
