@@ -2,10 +2,10 @@ package udpio
 
 import (
 	"encoding/binary"
+	"net/netip"
 	"sync"
 	"syscall"
 
-	"golang.org/x/net/ipv4"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,8 +19,6 @@ const sizeofExtendedErr = 16
 // errQueue is the scratch of error-queue reads, shared by all callers under its lock.
 type errQueue struct {
 	mu   sync.Mutex
-	ms   [1]ipv4.Message
-	buf  [1][]byte
 	head [ReportHead]byte
 	oob  [reportOOBSize]byte
 }
@@ -39,7 +37,11 @@ func (s *sysConn) enableReports() bool {
 	return ok
 }
 
-// readReports drains the socket's error queue (recvmsg with MSG_ERRQUEUE, never blocking).
+// readReports drains the socket's error queue (recvmsg with MSG_ERRQUEUE|MSG_DONTWAIT). It goes
+// through RawConn.Control, not a read: a read takes the descriptor's read lock, which the reader
+// goroutine holds while it waits for datagrams, so a writer that drained the queue after a send
+// failed with a report error (a dead peer's port unreachable) waited for a datagram that never
+// came, and with it the connection's timers (seen in CI: a Write blocked for good).
 func (s *sysConn) readReports(rs []Report) int {
 	if !s.reports.Load() {
 		return 0
@@ -49,22 +51,34 @@ func (s *sysConn) readReports(rs []Report) int {
 	defer q.mu.Unlock()
 	n := 0
 	for n < len(rs) {
-		m := &q.ms[0]
-		q.buf[0] = q.head[:]
-		m.Buffers, m.OOB, m.Addr = q.buf[:], q.oob[:], nil
-		k, err := s.x.ReadBatch(q.ms[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
-		if err != nil || k != 1 {
+		var k, oobn int
+		var from unix.Sockaddr
+		var rerr error
+		if err := s.rc.Control(func(fd uintptr) {
+			k, oobn, _, from, rerr = unix.Recvmsg(int(fd), q.head[:], q.oob[:], unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+		}); err != nil || rerr != nil {
 			break // EAGAIN: the queue is empty
 		}
 		r := &rs[n]
-		if errno, mtu, local, ok := parseExtendedErr(q.oob[:min(m.NN, reportOOBSize)]); ok {
-			r.To, r.Errno, r.MTU, r.Local = addrPortOfUDP(m.Addr), errno, mtu, local
-			r.HeadLen = copy(r.Head[:], q.head[:min(m.N, ReportHead)])
+		if errno, mtu, local, ok := parseExtendedErr(q.oob[:min(oobn, reportOOBSize)]); ok {
+			r.To, r.Errno, r.MTU, r.Local = addrPortOfSockaddr(from), errno, mtu, local
+			r.HeadLen = copy(r.Head[:], q.head[:min(k, ReportHead)])
 			n++
 		}
-		m.Addr = nil
 	}
 	return n
+}
+
+// addrPortOfSockaddr converts recvmsg's source address, IPv4-mapped IPv6 unmapped as ReadBatch
+// does; the zero AddrPort for anything else.
+func addrPortOfSockaddr(sa unix.Sockaddr) netip.AddrPort {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return netip.AddrPortFrom(netip.AddrFrom4(a.Addr), uint16(a.Port))
+	case *unix.SockaddrInet6:
+		return netip.AddrPortFrom(netip.AddrFrom16(a.Addr).Unmap(), uint16(a.Port))
+	}
+	return netip.AddrPort{}
 }
 
 // parseExtendedErr decodes the IP_RECVERR or IPV6_RECVERR control message of an error-queue

@@ -161,3 +161,47 @@ func FuzzParseExtendedErr(f *testing.F) {
 		}
 	})
 }
+
+// TestReadReportsWhileReading: ReadReports returns while another goroutine waits in ReadBatch
+// (the mux's reader always does). A read of the error queue through the descriptor's read lock
+// waited for the reader, that is for a datagram, which from a dead peer never comes: a
+// connection's timer goroutine hung there after a send failed with a report error.
+func TestReadReportsWhileReading(t *testing.T) {
+	uc := listen(t, "udp4", "127.0.0.1:0")
+	c := New(uc)
+	if !c.EnableReports() {
+		t.Fatal("EnableReports failed on Linux")
+	}
+	readerDone := make(chan struct{})
+	go func() { // the reader: reads until the socket closes, whatever errors come meanwhile
+		defer close(readerDone)
+		msgs := newMsgs(4, 1500)
+		for {
+			if _, err := c.ReadBatch(msgs); errors.Is(err, net.ErrClosed) {
+				return
+			}
+		}
+	}()
+	defer func() { uc.Close(); <-readerDone }()
+	time.Sleep(20 * time.Millisecond) // the reader waits in ReadBatch
+	dst := closedPort(t, "udp4", "127.0.0.1")
+	got := make(chan int, 1)
+	go func() {
+		rs := make([]Report, 4)
+		n := 0
+		for i := 0; i < 200 && n == 0; i++ {
+			c.WriteBatch([][]byte{[]byte("probe")}, dst) // each draws a port unreachable
+			time.Sleep(5 * time.Millisecond)
+			n += c.ReadReports(rs)
+		}
+		got <- n
+	}()
+	select {
+	case n := <-got:
+		if n == 0 {
+			t.Fatal("no report of the port unreachable")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadReports blocked while another goroutine was reading")
+	}
+}
