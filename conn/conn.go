@@ -309,9 +309,7 @@ func (f *dataFlow) Release(now time.Time, max int) (int, time.Time) {
 	if n > 0 {
 		c.sendPackets(sb, n, size, probe, probing)
 		c.mu.Lock()
-		if c.ep.Unpin() { // the payloads are on their way: the send buffer may free them
-			fx.Writable = fx.Writable || c.ep.CanWrite() // what ACKs freed during the send
-		}
+		fx.Writable = c.unpinLocked() || fx.Writable
 		c.mu.Unlock()
 		sb.reset(n)
 	}

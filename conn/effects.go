@@ -94,9 +94,10 @@ func (c *Conn) apply(fx *effects) {
 			c.sendPackets(fx.sb, fx.n, fx.size, fx.probe, fx.probing) // pmtu.go
 		}
 		c.sending.Store(false)
-		c.mu.Lock()                   // what became due meanwhile, or was left for us by a pacer that found us sending
-		if fx.n > 0 && c.ep.Unpin() { // the payloads are on their way: the send buffer may free them
-			fx.Writable = fx.Writable || c.ep.CanWrite() // what ACKs freed during the send
+		// What became due meanwhile, or was left for us by a pacer that found us sending.
+		c.mu.Lock()
+		if fx.n > 0 {
+			fx.Writable = c.unpinLocked() || fx.Writable
 		}
 		fx.Departure = c.ep.Departure()
 		c.mu.Unlock()
@@ -209,6 +210,11 @@ func newSendScratch() *sendScratch {
 	}
 	return s
 }
+
+// unpinLocked ends the pin of a batch that has been sent (its payloads may be freed now) and
+// reports whether a blocked writer should be woken for the space ACKs freed during the send,
+// which no Effects reported while the batch was pinned. Caller holds c.mu.
+func (c *Conn) unpinLocked() bool { return c.ep.Unpin() && c.ep.CanWrite() }
 
 // reset drops the references to the first n payloads (the pages they lie on go back to the
 // shared pool once their packets are acknowledged; a pooled scratch must not keep them alive).

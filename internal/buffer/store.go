@@ -163,19 +163,15 @@ func (s *store) putRun(i, m, chunk int, p []byte) (n, used int) {
 // freeRun releases up to m consecutive slots from slot i on, stopping at the end of i's page;
 // it returns the slots released and the bytes they held.
 func (s *store) freeRun(i, m int) (freed, n int) {
+	freed, n = s.lengths(i, m)
 	p := s.pageOf(i)
-	k := i - p*s.perPage
-	freed = min(m, s.perPage-k)
-	pg := s.pages[p]
-	for j := k; j < k+freed; j++ {
-		n += int(pg[2*j]) | int(pg[2*j+1])<<8
-	}
 	s.live[p] -= uint16(freed - 1)
 	s.releasePage(p) // the last one: gives the page back when it was the last live slot
 	return freed, n
 }
 
-// lengths is freeRun without freeing: the slots it would release and the bytes they hold.
+// lengths is freeRun without freeing: the slots it would release (up to m, stopping at the end
+// of i's page) and the bytes they hold.
 func (s *store) lengths(i, m int) (count, n int) {
 	p := s.pageOf(i)
 	k := i - p*s.perPage

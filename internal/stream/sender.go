@@ -124,9 +124,9 @@ func (e *Endpoint) Unpin() bool { return e.snd.Unpin() > 0 }
 
 // release is Release (bufs) or ReleaseViews (hdrs, payloads).
 func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, time.Time) {
-	max := len(bufs)
+	limit := len(bufs)
 	if hdrs != nil {
-		max = len(hdrs)
+		limit = len(hdrs)
 	}
 	t := e.since(now)
 	e.traceRelease(now)
@@ -134,7 +134,7 @@ func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, t
 		e.dlv.imply(t, e.rtt.RTT())
 	}
 	n := 0
-	for n < max {
+	for n < limit {
 		e.expireMessages(t)
 		if !e.sendable() {
 			e.pairNext = false

@@ -294,25 +294,33 @@ func TestGSORuns(t *testing.T) {
 			if fmtInts(runs) != fmtInts(c.runs) {
 				t.Fatalf("runs %v, want %v", runs, c.runs)
 			}
-			su := listen(t, "udp4", "127.0.0.1:0")
-			ru := listen(t, "udp4", "127.0.0.1:0")
-			ru.SetReadBuffer(4 << 20)
-			s, r := New(su), New(ru)
-			if n, err := s.WriteBatch(bufs, addrOf(ru, "127.0.0.1")); n != len(bufs) || err != nil {
-				t.Fatalf("WriteBatch = %d, %v", n, err)
-			}
-			got := readN(t, r, len(bufs), 2048)
-			for i, m := range got {
-				if m.N != len(bufs[i]) || m.Truncated {
-					t.Fatalf("datagram %d: %d bytes, want %d", i, m.N, len(bufs[i]))
-				}
-				check(t, m.Buf, len(bufs[i]), 7, uint32(i))
-			}
-			ss := sys(t, s)
-			if g, m := ss.gsoSends.Load(), ss.sendCalls.Load(); g != c.gso || m != c.calls {
-				t.Fatalf("%d GSO messages and %d sendmmsg calls, want %d and %d", g, m, c.gso, c.calls)
-			}
+			sendRuns(t, bufs, 7, c.gso, c.calls, func(s *Conn, to netip.AddrPort) (int, error) {
+				return s.WriteBatch(bufs, to)
+			})
 		})
+	}
+}
+
+// sendRuns sends bufs (of batch) from one loopback socket to another with write, checks every
+// datagram arrives intact, and that the sender made gso GSO messages in calls sendmmsg calls.
+func sendRuns(t *testing.T, bufs [][]byte, batch uint32, gso, calls uint64, write func(*Conn, netip.AddrPort) (int, error)) {
+	t.Helper()
+	su := listen(t, "udp4", "127.0.0.1:0")
+	ru := listen(t, "udp4", "127.0.0.1:0")
+	ru.SetReadBuffer(4 << 20)
+	s, r := New(su), New(ru)
+	if n, err := write(s, addrOf(ru, "127.0.0.1")); n != len(bufs) || err != nil {
+		t.Fatalf("write = %d, %v", n, err)
+	}
+	for i, m := range readN(t, r, len(bufs), 2048) {
+		if m.N != len(bufs[i]) || m.Truncated {
+			t.Fatalf("datagram %d: %d bytes, want %d", i, m.N, len(bufs[i]))
+		}
+		check(t, m.Data, len(bufs[i]), batch, uint32(i))
+	}
+	ss := sys(t, s)
+	if g, m := ss.gsoSends.Load(), ss.sendCalls.Load(); g != gso || m != calls {
+		t.Fatalf("%d GSO messages and %d sendmmsg calls, want %d and %d", g, m, gso, calls)
 	}
 }
 
@@ -395,23 +403,9 @@ func TestGSORunsParts(t *testing.T) {
 			if fmtInts(runs) != fmtInts(c.runs) {
 				t.Fatalf("runs %v, want %v", runs, c.runs)
 			}
-			su := listen(t, "udp4", "127.0.0.1:0")
-			ru := listen(t, "udp4", "127.0.0.1:0")
-			ru.SetReadBuffer(4 << 20)
-			s, r := New(su), New(ru)
-			if n, err := s.WriteBatchParts(hdrs, bodies, addrOf(ru, "127.0.0.1")); n != len(bufs) || err != nil {
-				t.Fatalf("WriteBatchParts = %d, %v", n, err)
-			}
-			for i, m := range readN(t, r, len(bufs), 2048) {
-				if m.N != len(bufs[i]) || m.Truncated {
-					t.Fatalf("datagram %d: %d bytes, want %d", i, m.N, len(bufs[i]))
-				}
-				check(t, m.Data, len(bufs[i]), 9, uint32(i))
-			}
-			ss := sys(t, s)
-			if g, m := ss.gsoSends.Load(), ss.sendCalls.Load(); g != c.gso || m != c.calls {
-				t.Fatalf("%d GSO messages and %d sendmmsg calls, want %d and %d", g, m, c.gso, c.calls)
-			}
+			sendRuns(t, bufs, 9, c.gso, c.calls, func(s *Conn, to netip.AddrPort) (int, error) {
+				return s.WriteBatchParts(hdrs, bodies, to)
+			})
 		})
 	}
 }
