@@ -97,6 +97,9 @@ func poissonTail(k, lambda float64) float64 {
 	for i := 1; i < n; i++ {
 		term *= lambda / float64(i)
 		cdf += term
+		if float64(i) > lambda && term < 1e-17*cdf {
+			break // the rest of the sum is below float64's precision: P(X ≥ k) rounds to 0
+		}
 	}
 	return max(1-cdf, 0)
 }

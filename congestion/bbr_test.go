@@ -1,6 +1,7 @@
 package congestion
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -80,7 +81,7 @@ func TestBBRStartupPlateau(t *testing.T) {
 		total += delivered
 		now = now.Add(rtt)
 		b.OnDelivery(now, Delivery{Delivered: delivered, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-			NewlyDelivered: delivered, TotalDelivered: total, InFlight: delivered, PacketSize: pkt})
+			NewlyDelivered: delivered, NewlyAcked: delivered, TotalDelivered: total, InFlight: delivered, PacketSize: pkt})
 		if b.state != bbrStartup {
 			exited = round
 		}
@@ -129,7 +130,7 @@ func TestBBRStoppedRiskyProbe(t *testing.T) {
 			total += d
 			now = now.Add(rtt)
 			b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-				NewlyDelivered: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
+				NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
 				CwndLimited: true, PacketSize: pkt})
 		}
 		for range 30 { // through Startup and Drain into ProbeBW
@@ -180,7 +181,7 @@ func TestBBRRenoRoundsQuantised(t *testing.T) {
 		now = now.Add(rtt)
 		rounds++
 		b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-			NewlyDelivered: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
+			NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
 			CwndLimited: true, PacketSize: pkt})
 	}
 	for range 40 {
@@ -254,5 +255,24 @@ func TestBBRProbeRTTCwndKeepsThePipe(t *testing.T) {
 				t.Errorf("ProbeRTT window %.2f packets, want max(BDP/2, %d) + allowance = %.2f", got, bbrMinPipePackets, c.want)
 			}
 		})
+	}
+}
+
+// poissonTail is exact for small counts and ends at once for a count far beyond its mean (a
+// hostile LostSinceSent of 10¹⁵ bytes once made it loop for minutes under FuzzBBR).
+func TestPoissonTail(t *testing.T) {
+	// P(X ≥ 3) for λ = 1: 1 − e⁻¹(1 + 1 + ½).
+	if got, want := poissonTail(3, 1), 1-math.Exp(-1)*2.5; math.Abs(got-want) > 1e-12 {
+		t.Errorf("poissonTail(3, 1) = %v, want %v", got, want)
+	}
+	if got := poissonTail(0, 5); got != 1 {
+		t.Errorf("poissonTail(0, 5) = %v, want 1", got)
+	}
+	start := time.Now()
+	if got := poissonTail(1e15, 1); got > 1e-12 {
+		t.Errorf("poissonTail(1e15, 1) = %v, want ≈ 0", got)
+	}
+	if d := time.Since(start); d > 5*time.Second { // a hang guard, not a speed claim: the loop ends after ~20 terms
+		t.Errorf("poissonTail(1e15, 1) took %v", d)
 	}
 }

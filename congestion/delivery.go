@@ -51,6 +51,16 @@ type Delivery struct {
 
 	// NewlyDelivered and NewlyLost are the bytes this event delivered and declared lost.
 	NewlyDelivered, NewlyLost int64
+	// NewlyAcked is the bytes this event showed received for the first time (Linux TCP's
+	// acked_sacked, by which BBR grows its window): newly delivered, or taken out of the flight
+	// because silence implies their arrival. A UDT4 receiver reports a gap as soon as a later
+	// packet arrives (spec §4.4), so a packet sent more than a round trip (plus four RTT
+	// deviations) ago, followed by another as old, and never reported missing, has arrived; a
+	// hole holds every cumulative ACK back for the round trip of its repair, and the sender
+	// learns of such arrivals only this way (the counterpart of TCP's SACK blocks). Implied
+	// packets are not delivered: they count in no rate sample until an ACK or NAK reports them,
+	// and then not again here. An event may carry only implied bytes (no ACK or NAK arrived).
+	NewlyAcked int64
 	// LostSentLast is the latest departure among the packets this event declared lost (zero if
 	// none): losses belong to the flight, and the controller state, that sent them.
 	LostSentLast time.Time

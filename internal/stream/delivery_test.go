@@ -45,6 +45,46 @@ func TestDeliveryInFlight(t *testing.T) {
 	}
 }
 
+// Packets that silence implies arrived count once in NewlyAcked — when implied, in an event of
+// their own — and are delivered (in rate samples and TotalDelivered) only when an ACK reports them,
+// without counting in NewlyAcked again; a NAK naming an implied packet after all declares it lost
+// and its repair's ACK does not count it again either.
+func TestDeliveryNewlyAckedByImply(t *testing.T) {
+	isn := seqno.Seq(1<<31 - 4) // the 31-bit wrap falls inside the flight
+	d := newDeliveryTracker(isn, 64)
+	for k := 0; k < 10; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*time.Millisecond, false)
+	}
+	d.begin()
+	d.onLost(isn, isn) // NAK [0], frontier 1: the hole that holds every cumulative ACK back
+	d.onNAKFrontier(isn.Add(1), func(s seqno.Seq) bool { return s == isn }, 20*time.Millisecond)
+	s, _ := d.sample(20*time.Millisecond, time.Time{}, 100)
+	if s.NewlyDelivered != 100 || s.NewlyAcked != 100 || s.NewlyLost != 100 {
+		t.Fatalf("the NAK: %+v, want 1 packet delivered and acked, 1 lost", s)
+	}
+	d.begin()
+	d.imply(200*time.Millisecond, 20*time.Millisecond) // 2–8 old enough, each with a later packet
+	s, ok := d.sample(200*time.Millisecond, time.Time{}, 100)
+	if !ok || s.NewlyAcked != 700 || s.NewlyDelivered != 0 || s.Delivered != 0 || s.TotalDelivered != 100 || s.InFlight != 100 {
+		t.Fatalf("imply: ok %v %+v, want 700 newly acked, nothing delivered, 100 in flight", ok, s)
+	}
+	d.begin()
+	d.onLost(isn.Add(8), isn.Add(8)) // a late NAK names 8 after all
+	s, _ = d.sample(210*time.Millisecond, time.Time{}, 100)
+	if s.NewlyLost != 100 || s.NewlyAcked != 0 {
+		t.Fatalf("the late NAK: %+v, want 100 lost, nothing acked", s)
+	}
+	d.onSend(isn, 100, 211*time.Millisecond, true)
+	d.onSend(isn.Add(8), 100, 212*time.Millisecond, true)
+	d.begin()
+	d.onCumAck(isn.Add(10), 300*time.Millisecond, 20*time.Millisecond)
+	s, _ = d.sample(300*time.Millisecond, time.Time{}, 100)
+	// Delivered now: 0 (repaired), 2–7 (implied), 8 (repaired, implied before), 9 (new news).
+	if s.NewlyDelivered != 900 || s.NewlyAcked != 200 || s.TotalDelivered != 1000 || s.InFlight != 0 {
+		t.Fatalf("the cumulative ACK: %+v, want 900 delivered, 200 newly acked (0 and 9), 1000 in all, none in flight", s)
+	}
+}
+
 // A sample taken while application-limited says so, and the mark clears once what was in flight
 // then has been delivered (draft-cheng-iccrg-delivery-rate-estimation §3.4).
 func TestDeliveryAppLimited(t *testing.T) {

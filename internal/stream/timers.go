@@ -55,7 +55,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	e.checkDeferred(t, now)
 	e.checkLostRepair(t, e.lastRecv)
 	if e.dcc != nil {
-		e.dlv.imply(t, e.rtt.RTT())
+		e.implyNow(t, now)
 	}
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
