@@ -276,3 +276,41 @@ func TestPoissonTail(t *testing.T) {
 		t.Errorf("poissonTail(1e15, 1) took %v", d)
 	}
 }
+
+// Startup grows its window by data acknowledged for the first time however the sender learnt of
+// it: events that carry only implied arrivals (NewlyAcked, no ACK or NAK, no rate sample), as
+// while a hole holds UDT's cumulative ACK back, grow it as an ACK of as much would; the ACK that
+// later delivers the same packets (NewlyDelivered, NewlyAcked 0) does not grow it again.
+func TestBBRStartupGrowsByImpliedArrivals(t *testing.T) {
+	const pkt = 1456
+	rtt := 100 * time.Millisecond
+	start := func() *BBR {
+		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+		b.Init(t0, Params{MSS: 1500, RTT: rtt})
+		// One round of 64 packets delivered sets a bandwidth, a min RTT and a window well below
+		// Startup's 2·BDP.
+		b.OnDelivery(t0.Add(rtt), Delivery{Delivered: 64 * pkt, Interval: rtt, RTT: rtt, NewlyDelivered: 64 * pkt,
+			NewlyAcked: 64 * pkt, TotalDelivered: 64 * pkt, InFlight: 64 * pkt, PriorInFlight: 64 * pkt, PacketSize: pkt})
+		return b
+	}
+	b := start()
+	w0 := b.cwnd
+	now := t0.Add(rtt)
+	for i := 0; i < 32; i++ { // 32 packets implied, one event each
+		now = now.Add(time.Millisecond)
+		b.OnDelivery(now, Delivery{NewlyAcked: pkt, TotalDelivered: 64 * pkt, InFlight: int64(63-i) * pkt,
+			PriorInFlight: int64(64-i) * pkt, PacketSize: pkt})
+	}
+	if got, want := b.cwnd-w0, 32.0*pkt; got != want {
+		t.Fatalf("Startup's window grew by %.0f bytes over 32 implied packets, want %.0f", got, want)
+	}
+	if b.state != bbrStartup {
+		t.Fatalf("state %v after implied arrivals alone, want Startup", b.state)
+	}
+	w1 := b.cwnd
+	b.OnDelivery(now.Add(time.Millisecond), Delivery{NewlyDelivered: 32 * pkt, TotalDelivered: 96 * pkt,
+		InFlight: 31 * pkt, PriorInFlight: 31 * pkt, PacketSize: pkt})
+	if b.cwnd != w1 {
+		t.Errorf("the ACK of packets already implied grew the window by %.0f bytes, want 0", b.cwnd-w1)
+	}
+}
