@@ -87,7 +87,8 @@ type Delivery struct {
 // DeliveryController is a Controller that models the path from the sender's own delivery
 // accounting (BBR-style controllers). The connection calls OnDelivery after every ACK and NAK
 // that delivered or declared lost some data, or changed the bytes in flight, before the event's
-// OnACK or OnLoss. For such a controller the congestion window bounds the packets in flight in
+// OnACK or OnLoss, and whenever it infers arrivals that no ACK or NAK has reported yet (an event
+// with only NewlyAcked and InFlight: see NewlyAcked). For such a controller the congestion window bounds the packets in flight in
 // the sense of Delivery.InFlight (packets neither delivered nor declared lost), while the flow
 // window still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
 type DeliveryController interface {
