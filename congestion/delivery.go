@@ -8,7 +8,8 @@ import "time"
 // sent and saw acknowledged, never from the receiver's arrival-speed or packet-pair fields (spec
 // §6), which bursts fool.
 //
-// An event is a cumulative ACK (full, medium or light, spec §2.3) or a NAK (spec §2.4). UDT4 has
+// An event is a cumulative ACK (full, medium or light, spec §2.3), a NAK (spec §2.4) or the
+// sender's own inference that packets arrived (NewlyAcked, between ACKs and NAKs). UDT4 has
 // no selective acknowledgement, so the sender reads a NAK as one: a receiver reports the gap
 // [a, b] when packet b+1 arrives (spec §4.4), so every packet sent up to b+1 and not reported
 // missing has been received. A later cumulative ACK that jumps over a repaired hole then counts
@@ -54,12 +55,13 @@ type Delivery struct {
 	// NewlyAcked is the bytes this event showed received for the first time (Linux TCP's
 	// acked_sacked, by which BBR grows its window): newly delivered, or taken out of the flight
 	// because silence implies their arrival. A UDT4 receiver reports a gap as soon as a later
-	// packet arrives (spec §4.4), so a packet sent more than a round trip (plus four RTT
-	// deviations) ago, followed by another as old, and never reported missing, has arrived; a
-	// hole holds every cumulative ACK back for the round trip of its repair, and the sender
-	// learns of such arrivals only this way (the counterpart of TCP's SACK blocks). Implied
-	// packets are not delivered: they count in no rate sample until an ACK or NAK reports them,
-	// and then not again here. An event may carry only implied bytes (no ACK or NAK arrived).
+	// packet arrives (spec §4.4), so a packet sent more than a round trip plus four RTT
+	// deviations ago, followed by another sent as long ago, and never reported missing, is taken
+	// to have arrived; a NAK naming it later declares it lost (it is not counted again when its
+	// repair is acknowledged). UDT acknowledges cumulatively, every 10 ms or 64 packets, and a
+	// hole holds every ACK back for its repair's round trip: the sender learns of most arrivals
+	// this way first, as a TCP sender does from SACK blocks. Implied packets are not delivered:
+	// they count in no rate sample until an ACK or NAK reports them, and then not again here.
 	NewlyAcked int64
 	// LostSentLast is the latest departure among the packets this event declared lost (zero if
 	// none): losses belong to the flight, and the controller state, that sent them.
@@ -87,10 +89,11 @@ type Delivery struct {
 // DeliveryController is a Controller that models the path from the sender's own delivery
 // accounting (BBR-style controllers). The connection calls OnDelivery after every ACK and NAK
 // that delivered or declared lost some data, or changed the bytes in flight, before the event's
-// OnACK or OnLoss, and whenever it infers arrivals that no ACK or NAK has reported yet (an event
-// with only NewlyAcked and InFlight: see NewlyAcked). For such a controller the congestion window bounds the packets in flight in
-// the sense of Delivery.InFlight (packets neither delivered nor declared lost), while the flow
-// window still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
+// OnACK or OnLoss; and whenever it infers arrivals or declares losses between them (a release or
+// a timer), in events that carry no rate sample, RTT or NewlyDelivered (see NewlyAcked). For such
+// a controller the congestion window bounds the packets in flight in the sense of
+// Delivery.InFlight (packets neither delivered, implied nor declared lost), while the flow window
+// still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
 type DeliveryController interface {
 	Controller
 	OnDelivery(now time.Time, d Delivery)

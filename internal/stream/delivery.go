@@ -39,6 +39,7 @@ const (
 	pktImplied                       // out of the flight: silence implies it arrived (see imply)
 	pktSpurious                      // declared lost, then shown not to be (spurious)
 	pktAcked                         // counted in a Delivery.NewlyAcked: known or implied received
+	pktSkipped                       // a given-up message's number, never sent (skip, message.go)
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -288,8 +289,8 @@ func (d *deliveryTracker) imply(t, fallback time.Duration) {
 	last := -1 // the newest old-enough first transmission not yet implied
 	for ; k < d.n; k++ {
 		p := d.at(k)
-		if p.flags&pktRetrans != 0 {
-			continue
+		if p.flags&(pktRetrans|pktSkipped) != 0 {
+			continue // a retransmission's send time is ambiguous; a skipped number was never sent
 		}
 		if p.sent > old {
 			break
@@ -321,7 +322,7 @@ func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool)
 	seen := 0
 	for k := max(seqno.Offset(d.base, d.impliedFront), 0); k < d.n; k++ {
 		p := d.at(k)
-		if p.flags&pktRetrans != 0 {
+		if p.flags&(pktRetrans|pktSkipped) != 0 {
 			continue
 		}
 		if seen++; seen == 2 {

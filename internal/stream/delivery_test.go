@@ -351,3 +351,23 @@ func TestSackedBeforeHead(t *testing.T) {
 		t.Fatal("a NAK that delivered nothing restarted the timer")
 	}
 }
+
+// A given-up message's number (skip: never sent) is no evidence for imply: implyDue must not
+// report a time already past on its account (a window-limited sender's timer then fired again and
+// again at the same instant, and TestMessagesTTLExpiry/bbr stalled), and imply must not take the
+// last packet sent before it out of the flight.
+func TestImplyIgnoresSkippedNumbers(t *testing.T) {
+	isn := seqno.Seq(100)
+	d := newDeliveryTracker(isn, 64)
+	wait := 20 * time.Millisecond
+	d.onSend(isn, 100, time.Second, false)
+	d.skip(isn.Add(1))
+	now := time.Second + time.Millisecond
+	if due, ok := d.implyDue(wait); ok && due <= now {
+		t.Errorf("implyDue = %v, at or before now (%v), though nothing was sent %v (imply's wait) ago", due, now, d.implyWait(wait))
+	}
+	d.imply(time.Second+d.implyWait(wait)+time.Millisecond, wait)
+	if d.inflight != 100 || d.implied != 0 {
+		t.Errorf("imply took the last packet sent out of the flight on a never-sent number's account: %d bytes in flight, %d implied; want 100, 0", d.inflight, d.implied)
+	}
+}

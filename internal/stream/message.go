@@ -301,12 +301,12 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 
 // skip records packet seq, which the sender skipped (GiveUp: never sent), as delivered already,
 // so that delivery accounting keeps its order and the packet is neither in flight, nor lost, nor
-// counted in any rate sample.
+// counted in any rate sample. It is no evidence for imply either: it has no send time.
 func (d *deliveryTracker) skip(seq seqno.Seq) {
 	if k := seqno.Offset(d.base, seq); k == d.n && d.n < d.limit {
 		d.grow()
 		d.n++
-		*d.at(k) = pktRecord{flags: pktDelivered}
+		*d.at(k) = pktRecord{flags: pktDelivered | pktAcked | pktSkipped}
 	}
 }
 

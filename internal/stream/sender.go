@@ -77,10 +77,10 @@ func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
 }
 
 // implyNow runs the delivery tracker's imply outside an ACK or NAK (a release, a timer) and tells
-// the delivery-based controller what it took out of the flight (congestion.Delivery.NewlyAcked):
-// while a hole holds the cumulative ACK back for its repair's round trip, implied arrivals are
-// the sender's only news of the path, and BBR grows its window by them as Linux's by SACKed
-// segments (tcp_bbr.c's bbr_set_cwnd takes rs->acked_sacked).
+// the delivery-based controller what it took out of the flight (congestion.Delivery.NewlyAcked),
+// as Linux's BBR grows its window by SACKed segments (tcp_bbr.c's bbr_set_cwnd takes
+// rs->acked_sacked): a UDT receiver ACKs every 10 ms or 64 packets, and not at all past a hole
+// until its repair, so imply usually learns of an arrival before any ACK says so.
 func (e *Endpoint) implyNow(t time.Duration, now time.Time) {
 	e.dlv.begin()
 	e.dlv.imply(t, e.rtt.RTT())
