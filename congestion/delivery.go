@@ -89,8 +89,8 @@ type Delivery struct {
 // DeliveryController is a Controller that models the path from the sender's own delivery
 // accounting (BBR-style controllers). The connection calls OnDelivery after every ACK and NAK
 // that delivered or declared lost some data, or changed the bytes in flight, before the event's
-// OnACK or OnLoss; and whenever it infers arrivals or declares losses between them (a release or
-// a timer), in events that carry no rate sample, RTT or NewlyDelivered (see NewlyAcked). For such
+// OnACK or OnLoss; and when its timer infers arrivals or declares losses between them, in events
+// that carry no rate sample, RTT or NewlyDelivered (see NewlyAcked). For such
 // a controller the congestion window bounds the packets in flight in the sense of
 // Delivery.InFlight (packets neither delivered, implied nor declared lost), while the flow window
 // still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
