@@ -53,7 +53,8 @@ type Delivery struct {
 	// NewlyDelivered and NewlyLost are the bytes this event delivered and declared lost.
 	NewlyDelivered, NewlyLost int64
 	// NewlyAcked is the bytes this event showed received for the first time (Linux TCP's
-	// acked_sacked, by which BBR grows its window): newly delivered, or taken out of the flight
+	// acked_sacked; our BBR does not use it yet, see the README's evaluation): newly delivered, or
+	// taken out of the flight
 	// because silence implies their arrival. A UDT4 receiver reports a gap as soon as a later
 	// packet arrives (spec §4.4), so a packet sent more than a round trip plus four RTT
 	// deviations ago, followed by another sent as long ago, and never reported missing, is taken
