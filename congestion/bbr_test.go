@@ -81,7 +81,7 @@ func TestBBRStartupPlateau(t *testing.T) {
 		total += delivered
 		now = now.Add(rtt)
 		b.OnDelivery(now, Delivery{Delivered: delivered, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-			NewlyDelivered: delivered, NewlyAcked: delivered, TotalDelivered: total, InFlight: delivered, PacketSize: pkt})
+			NewlyDelivered: delivered, TotalDelivered: total, InFlight: delivered, PacketSize: pkt})
 		if b.state != bbrStartup {
 			exited = round
 		}
@@ -130,7 +130,7 @@ func TestBBRStoppedRiskyProbe(t *testing.T) {
 			total += d
 			now = now.Add(rtt)
 			b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-				NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
+				NewlyDelivered: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
 				CwndLimited: true, PacketSize: pkt})
 		}
 		for range 30 { // through Startup and Drain into ProbeBW
@@ -181,7 +181,7 @@ func TestBBRRenoRoundsQuantised(t *testing.T) {
 		now = now.Add(rtt)
 		rounds++
 		b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-			NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
+			NewlyDelivered: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
 			CwndLimited: true, PacketSize: pkt})
 	}
 	for range 40 {
@@ -268,11 +268,8 @@ func TestPoissonTail(t *testing.T) {
 	if got := poissonTail(0, 5); got != 1 {
 		t.Errorf("poissonTail(0, 5) = %v, want 1", got)
 	}
-	start := time.Now()
+	// Before the fix this call looped 10¹⁵ times: the test then fails by its timeout.
 	if got := poissonTail(1e15, 1); got > 1e-12 {
 		t.Errorf("poissonTail(1e15, 1) = %v, want ≈ 0", got)
-	}
-	if d := time.Since(start); d > 5*time.Second { // a hang guard, not a speed claim: the loop ends after ~20 terms
-		t.Errorf("poissonTail(1e15, 1) took %v", d)
 	}
 }

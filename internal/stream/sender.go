@@ -131,7 +131,7 @@ func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, t
 	t := e.since(now)
 	e.traceRelease(now)
 	if e.dcc != nil {
-		e.dlv.imply(t, e.rtt.RTT()) // reported with the next delivery event (implied)
+		e.dlv.imply(t, e.rtt.RTT())
 	}
 	n := 0
 	for n < limit {

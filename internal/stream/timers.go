@@ -54,11 +54,9 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	e.checkNAK(t, now)
 	e.checkDeferred(t, now)
 	if e.dcc != nil {
-		// One delivery event for the lost repair's loss and what imply took out of the flight
-		// since the last event (NewlyAcked): outside an event, onLost's bytes would never reach
-		// the controller as NewlyLost. A window-limited sender's timer runs when imply is due
-		// (windowImplyDue), so its window grows by implied arrivals while a hole holds the ACK;
-		// a sender that is not window-limited hears of them with its next ACK or NAK.
+		// A lost repair declared here, and what imply takes out of the flight, reach the
+		// controller in a delivery event of their own: outside one, onLost's bytes counted in
+		// TotalLost but never as NewlyLost.
 		e.dlv.begin()
 		e.checkLostRepair(t, e.lastRecv)
 		e.deliveryDone(t, now)
