@@ -375,8 +375,14 @@ func (b *BBR) updateMaxBw(d Delivery, rate float64) {
 	}
 }
 
-// advanceMaxBwFilter starts a new probe cycle in the max-bw filter (draft §4.5.2.3).
+// advanceMaxBwFilter starts a new probe cycle in the max-bw filter (draft §4.5.2.3), unless the
+// cycle ending gave no sample: then the previous cycle's maximum is the only one there is, and
+// advancing would leave the model no bandwidth at all (Linux BBRv3's bbr_advance_max_bw_filter
+// returns when bw_hi[1] is zero for the same reason).
 func (b *BBR) advanceMaxBwFilter() {
+	if b.maxBw[1] == 0 {
+		return
+	}
 	b.maxBw[0], b.maxBw[1] = b.maxBw[1], 0
 }
 

@@ -273,3 +273,49 @@ func TestPoissonTail(t *testing.T) {
 		t.Errorf("poissonTail(1e15, 1) = %v, want ≈ 0", got)
 	}
 }
+
+// A probe cycle that gives no delivery-rate sample (every ACK's reference packet a
+// retransmission or late, as while a hole's repairs are lost) keeps the previous cycle's
+// maximum: advancing the filter anyway left the model no bandwidth (maxBw [0 0]), and a
+// connection paced at the stale rate with nothing to raise it stalled for a minute
+// (TestBulkManyOneListener, 2026-12-05).
+func TestBBRMaxBwFilterKeepsItsMaxWithoutSamples(t *testing.T) {
+	const pkt = 1472
+	rtt := 20 * time.Millisecond
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	now, total := t0, int64(0)
+	deliver := func(sample bool) {
+		prior := total
+		d := int64(100 * pkt)
+		total += d
+		now = now.Add(rtt)
+		s := Delivery{RTT: rtt, PriorDelivered: prior, NewlyDelivered: d, TotalDelivered: total,
+			InFlight: 100 * pkt, TxInFlight: 100 * pkt, CwndLimited: true, PacketSize: pkt}
+		if sample {
+			s.Delivered, s.Interval = d, rtt
+		}
+		b.OnDelivery(now, s)
+	}
+	for range 30 { // through Startup and Drain into ProbeBW
+		deliver(true)
+	}
+	if !b.state.probeBW() {
+		t.Fatalf("state %v after 30 rounds, want ProbeBW", b.state)
+	}
+	want := b.bw
+	cycles := 0
+	for range 2000 { // 40 s: a dozen probe cycles without a rate sample
+		prev := b.state
+		deliver(false)
+		if prev != bbrProbeBWUp && b.state == bbrProbeBWDown || prev == bbrProbeBWUp && b.state != bbrProbeBWUp {
+			cycles++
+		}
+		if b.bw != want {
+			t.Fatalf("after %d probe cycles without a sample (%v): the model's bandwidth %v, want %v kept", cycles, b.state, b.bw, want)
+		}
+	}
+	if cycles < 4 {
+		t.Fatalf("%d probe cycles in 40 s without samples: the test did not exercise the filter's advance", cycles)
+	}
+}
