@@ -93,6 +93,7 @@ type BBR struct {
 
 	// Startup (draft §4.3.1).
 	filledPipe   bool
+	bwMeasured   bool // a sample not application-limited reached the max-bw filter (Startup's loss exits wait for one)
 	fullBw       float64
 	fullBwCount  int
 	fullBwNow    bool
@@ -373,6 +374,7 @@ func (b *BBR) updateMaxBw(d Delivery, rate float64) {
 	if rate >= b.maxBandwidth() || !appLimited {
 		b.maxBw[1] = max(b.maxBw[1], rate)
 	}
+	b.bwMeasured = b.bwMeasured || !appLimited
 }
 
 // advanceMaxBwFilter starts a new probe cycle in the max-bw filter (draft §4.5.2.3), unless the

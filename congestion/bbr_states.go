@@ -97,9 +97,13 @@ func (b *BBR) advanceLatestSignals(d Delivery, rate float64) {
 // DOWN exist to empty it), and only bound the flight through inflight_hi.
 func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	b.updateMaxBw(d, rate)
-	if b.state == bbrStartup && !b.filledPipe && b.inflightTooHigh(now, d) {
+	if b.state == bbrStartup && !b.filledPipe && b.bwMeasured && b.inflightTooHigh(now, d) {
 		// Linux BBRv3's per-ACK check in Startup: a shallow buffer overflows long before the
-		// bandwidth plateau shows.
+		// bandwidth plateau shows. Either loss exit takes the max-bw filter for the pipe's
+		// bandwidth, so it waits for a sample that measured the path (the draft's plateau test,
+		// §4.3.1.2, skips application-limited samples for the same reason): a connection whose
+		// only sample was its first small write's, overloaded from its first flight, left
+		// Startup pacing at 2 KB/s and took minutes to recover (TestBulkManyOneListener/bbr).
 		b.undo.arm(b, d)
 		b.filledPipe = true
 		b.inflightHi = max(float64(d.TxInFlight), float64(d.LostTxInFlight), bbrBeta*b.targetInflight())
@@ -131,7 +135,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	quiet := b.roundMinRTT > 0 && b.minRTT > 0 && b.roundMinRTT <= b.minRTT+b.minRTT/4+time.Millisecond
 	b.roundMinRTT = 0
 	if b.state == bbrStartup {
-		if b.background.excess(now, all, sent, b.pkt) {
+		if b.bwMeasured && b.background.excess(now, all, sent, b.pkt) {
 			b.undo.arm(b, d)
 			b.filledPipe = true
 			b.inflightHi = max(b.bdp(b.maxBandwidth(), 1), b.inflightLatest)

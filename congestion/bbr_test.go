@@ -319,3 +319,43 @@ func TestBBRMaxBwFilterKeepsItsMaxWithoutSamples(t *testing.T) {
 		t.Fatalf("%d probe cycles in 40 s without samples: the test did not exercise the filter's advance", cycles)
 	}
 }
+
+// Startup's loss exits take the max-bw filter for the pipe's bandwidth, so they wait for a
+// sample that measured the path: a connection whose only sample was application-limited (its
+// first 1-byte write, 2 KB/s) and whose first flight met an overloaded bottleneck stayed in
+// Startup instead of settling at 2 KB/s. With one measured sample the same losses end Startup.
+func TestBBRStartupLossExitNeedsAMeasuredBandwidth(t *testing.T) {
+	const pkt = 1472
+	rtt := 10 * time.Millisecond
+	for _, measured := range []bool{false, true} {
+		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+		b.Init(t0, Params{MSS: 1500})
+		now := t0.Add(rtt)
+		// The first write: 17 bytes over 7 ms, application-limited.
+		b.OnDelivery(now, Delivery{Delivered: 17, Interval: 7 * time.Millisecond, RTT: rtt,
+			NewlyDelivered: 17, TotalDelivered: 17, AppLimited: true, PacketSize: pkt})
+		total := int64(17)
+		if measured {
+			now = now.Add(rtt)
+			b.OnDelivery(now, Delivery{Delivered: 16 * pkt, Interval: rtt, RTT: rtt, PriorDelivered: total,
+				NewlyDelivered: 16 * pkt, TotalDelivered: total + 16*pkt, InFlight: 16 * pkt, TxInFlight: 16 * pkt,
+				CwndLimited: true, PacketSize: pkt})
+			total += 16 * pkt
+		}
+		// Rounds in which nine tenths of every flight is lost: far above any background.
+		lost := int64(0)
+		for range 10 {
+			now = now.Add(rtt)
+			lost += 30 * pkt
+			b.OnDelivery(now, Delivery{RTT: rtt, PriorDelivered: total, NewlyDelivered: 3 * pkt,
+				TotalDelivered: total + 3*pkt, NewlyLost: 30 * pkt, TotalLost: lost, LostSinceSent: 30 * pkt,
+				InFlight: 33 * pkt, TxInFlight: 33 * pkt, LostTxInFlight: 33 * pkt, LostSentLast: now.Add(-rtt),
+				PacketSize: pkt})
+			total += 3 * pkt
+		}
+		if left := b.state != bbrStartup; left != measured {
+			t.Errorf("measured sample %v: state %v after ten rounds losing 90 %% (bandwidth %.0f B/s), want Startup left: %v",
+				measured, b.state, b.maxBandwidth(), measured)
+		}
+	}
+}
