@@ -440,7 +440,7 @@ func (b *BBR) setPacingRate(gain float64) {
 // congestion unless it exceeds the background; see BBR).
 func (b *BBR) setCwnd(d Delivery) {
 	maxInflight := b.quantizationBudget(b.bdp(b.bw, b.cwndGain) + b.extraAckedMax())
-	acked := float64(d.NewlyDelivered)
+	acked := float64(d.NewlyAcked)
 	switch {
 	case b.inRTO:
 		b.cwnd = float64(b.inflight) + b.pkt
@@ -509,14 +509,14 @@ func (b *BBR) saveCwnd() float64 {
 // bandwidth in one epoch (draft §4.5.4): the window needs that much on top of the BDP so that
 // UDT's 10 ms ACKs (and light ACKs every 64 packets) do not stall the sender.
 func (b *BBR) updateACKAggregation(now time.Time, d Delivery) {
-	if d.NewlyDelivered <= 0 || b.bw <= 0 {
+	if d.NewlyAcked <= 0 || b.bw <= 0 {
 		return
 	}
 	expected := b.bw * now.Sub(b.extraStart).Seconds()
 	if b.extraDelivered <= expected {
 		b.extraDelivered, b.extraStart, expected = 0, now, 0
 	}
-	b.extraDelivered += float64(d.NewlyDelivered)
+	b.extraDelivered += float64(d.NewlyAcked)
 	extra := min(b.extraDelivered-expected, b.cwnd)
 	if b.roundStart {
 		b.extraAckedRound++

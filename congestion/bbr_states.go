@@ -274,7 +274,7 @@ func (b *BBR) probeInflightHiUpward(d Delivery) {
 	if !b.cwndLimited || b.cwnd < b.inflightHi {
 		return
 	}
-	b.probeUpAcked += float64(d.NewlyDelivered)
+	b.probeUpAcked += float64(d.NewlyAcked)
 	if b.probeUpAcked >= b.probeUpCnt {
 		delta := math.Floor(b.probeUpAcked / b.probeUpCnt)
 		b.probeUpAcked -= delta * b.probeUpCnt

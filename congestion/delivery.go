@@ -9,7 +9,7 @@ import "time"
 // §6), which bursts fool.
 //
 // An event is a cumulative ACK (full, medium or light, spec §2.3), a NAK (spec §2.4) or the
-// sender's timer (a lost repair declared, packets implied received). UDT4 has
+// sender's own inference that packets arrived (NewlyAcked, between ACKs and NAKs). UDT4 has
 // no selective acknowledgement, so the sender reads a NAK as one: a receiver reports the gap
 // [a, b] when packet b+1 arrives (spec §4.4), so every packet sent up to b+1 and not reported
 // missing has been received. A later cumulative ACK that jumps over a repaired hole then counts
@@ -52,6 +52,17 @@ type Delivery struct {
 
 	// NewlyDelivered and NewlyLost are the bytes this event delivered and declared lost.
 	NewlyDelivered, NewlyLost int64
+	// NewlyAcked is the bytes this event showed received for the first time (Linux TCP's
+	// acked_sacked, by which BBR grows its window): newly delivered, or taken out of the flight
+	// because silence implies their arrival. A UDT4 receiver reports a gap as soon as a later
+	// packet arrives (spec §4.4), so a packet sent more than a round trip plus four RTT
+	// deviations ago, followed by another sent as long ago, and never reported missing, is taken
+	// to have arrived; a NAK naming it later declares it lost (it is not counted again when its
+	// repair is acknowledged). UDT acknowledges cumulatively, every 10 ms or 64 packets, and a
+	// hole holds every ACK back for its repair's round trip: the sender learns of most arrivals
+	// this way first, as a TCP sender does from SACK blocks. Implied packets are not delivered:
+	// they count in no rate sample until an ACK or NAK reports them, and then not again here.
+	NewlyAcked int64
 	// LostSentLast is the latest departure among the packets this event declared lost (zero if
 	// none): losses belong to the flight, and the controller state, that sent them.
 	LostSentLast time.Time
@@ -78,12 +89,11 @@ type Delivery struct {
 // DeliveryController is a Controller that models the path from the sender's own delivery
 // accounting (BBR-style controllers). The connection calls OnDelivery after every ACK and NAK
 // that delivered or declared lost some data, or changed the bytes in flight, before the event's
-// OnACK or OnLoss; and when its timer declares a lost repair or takes packets whose arrival
-// silence implies out of the flight, in events with no rate sample, RTT or NewlyDelivered. For
-// such a controller the congestion window bounds the packets in flight in the sense of
-// Delivery.InFlight (packets neither delivered, implied received nor declared lost), while the
-// flow window still bounds the packets sent and not cumulatively acknowledged (the peer buffers
-// them).
+// OnACK or OnLoss; and whenever it infers arrivals or declares losses between them (a release or
+// a timer), in events that carry no rate sample, RTT or NewlyDelivered (see NewlyAcked). For such
+// a controller the congestion window bounds the packets in flight in the sense of
+// Delivery.InFlight (packets neither delivered, implied nor declared lost), while the flow window
+// still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
 type DeliveryController interface {
 	Controller
 	OnDelivery(now time.Time, d Delivery)

@@ -175,7 +175,7 @@ func FuzzBBR(f *testing.F) {
 				b.OnDelivery(now, Delivery{
 					Delivered: r.scaled(), Interval: time.Duration(r.scaled()), AppLimited: r.u64(1)&1 == 1,
 					RTT: time.Duration(r.scaled()), PriorDelivered: total - r.scaled(), TxInFlight: r.scaled(),
-					LostSinceSent: r.scaled(), NewlyDelivered: newly, NewlyLost: r.scaled(),
+					LostSinceSent: r.scaled(), NewlyDelivered: newly, NewlyAcked: r.scaled(), NewlyLost: r.scaled(),
 					LostSentLast: now.Add(-time.Duration(r.scaled())), LostTxInFlight: r.scaled(),
 					TotalDelivered: total, InFlight: r.scaled(), PriorInFlight: r.scaled(),
 					CwndLimited: r.u64(1)&1 == 1, PacketSize: int(int16(r.u64(2))),

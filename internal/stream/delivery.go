@@ -38,6 +38,7 @@ const (
 	pktLate                          // acknowledged late: its ACK does not date its delivery (onCumAck)
 	pktImplied                       // out of the flight: silence implies it arrived (see imply)
 	pktSpurious                      // declared lost, then shown not to be (spurious)
+	pktAcked                         // counted in a Delivery.NewlyAcked: known or implied received
 	pktSkipped                       // a given-up message's number, never sent (skip, message.go)
 )
 
@@ -83,6 +84,7 @@ type deliveryTracker struct {
 	recentRTT       time.Duration // the latest RTT sample (imply waits at least this long)
 	rackSent        time.Duration // the latest departure of a packet known delivered (RACK.xmit_ts)
 	retransInFlight int           // records with pktRetrans and pktInFlight
+	implied         int64         // bytes imply took out of the flight since the last sample
 	srtt, rttVar    time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
@@ -140,6 +142,7 @@ func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) {
 type deliveryEvent struct {
 	priorInFlight  int64
 	newlyDelivered int64
+	newlyAcked     int64 // newly delivered bytes not counted in a NewlyAcked before (pktAcked)
 	newlyLost      int64
 	lostSentLast   time.Duration // latest departure among the newly lost packets
 	lostTx         int64         // largest txInFlight among them
@@ -337,6 +340,10 @@ func (d *deliveryTracker) implyAt(k int) {
 	p.flags = p.flags&^pktInFlight | pktImplied
 	d.inflight -= int64(p.size)
 	d.inflightPkts--
+	if p.flags&pktAcked == 0 {
+		p.flags |= pktAcked
+		d.implied += int64(p.size)
+	}
 }
 
 // lostRepairDue returns when the first unacknowledged packet, a retransmission that the
@@ -397,6 +404,10 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	d.delivered += int64(p.size)
 	ev := &d.ev
 	ev.newlyDelivered += int64(p.size)
+	if p.flags&pktAcked == 0 {
+		p.flags |= pktAcked
+		ev.newlyAcked += int64(p.size)
+	}
 	if ev.newlyDelivered == int64(p.size) {
 		ev.minSent, ev.maxSent = p.sent, p.sent
 	} else {
@@ -562,14 +573,16 @@ func (d *deliveryTracker) sackedBeforeHead() bool {
 // changed nothing a controller needs to hear of.
 func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) (s congestion.Delivery, ok bool) {
 	ev := &d.ev
-	if ev.newlyDelivered == 0 && ev.newlyLost == 0 && ev.newlySpurious == 0 && ev.priorInFlight == d.inflight {
+	acked := ev.newlyAcked + d.implied
+	if ev.newlyDelivered == 0 && ev.newlyLost == 0 && ev.newlySpurious == 0 && ev.priorInFlight == d.inflight && acked == 0 {
 		return s, false
 	}
+	d.implied = 0
 	if d.appLimited != 0 && d.delivered > d.appLimited {
 		d.appLimited = 0 // the flight sent while application-limited has been delivered (§3.4)
 	}
 	s = congestion.Delivery{
-		NewlyDelivered: ev.newlyDelivered, NewlyLost: ev.newlyLost,
+		NewlyDelivered: ev.newlyDelivered, NewlyAcked: acked, NewlyLost: ev.newlyLost,
 		TotalDelivered: d.delivered, TotalLost: d.lost,
 		InFlight: d.inflight, PriorInFlight: ev.priorInFlight,
 		PacketSize: pktSize, CwndLimited: d.cwndLimited, Spurious: ev.newlySpurious,

@@ -13,11 +13,22 @@ import (
 // recBBR is BBR with a record of every Delivery it was given.
 type recBBR struct {
 	*congestion.BBR
-	newlyDelivered, newlyLost, sp int64
-	last                          congestion.Delivery
+	events, impliedOnly, cwndLimitedTrue      int
+	newlyAcked, newlyDelivered, newlyLost, sp int64
+	last                                      congestion.Delivery
+	impliedAcked                              int64
 }
 
 func (r *recBBR) OnDelivery(now time.Time, d congestion.Delivery) {
+	r.events++
+	if d.NewlyDelivered == 0 && d.NewlyLost == 0 && d.Spurious == 0 && d.NewlyAcked > 0 {
+		r.impliedOnly++
+		r.impliedAcked += d.NewlyAcked
+	}
+	if d.CwndLimited {
+		r.cwndLimitedTrue++
+	}
+	r.newlyAcked += d.NewlyAcked
 	r.newlyDelivered += d.NewlyDelivered
 	r.newlyLost += d.NewlyLost
 	r.sp += d.Spurious
@@ -42,7 +53,7 @@ func runRec(t *testing.T, seed uint64, r linkRules, size int) (*recBBR, *link) {
 	return cc, l
 }
 
-// Every byte delivered counts once in NewlyDelivered; every loss once in
+// Every byte delivered counts once in NewlyAcked and once in NewlyDelivered; every loss once in
 // NewlyLost (less the spurious ones).
 func TestDeliveryEventsCountEachByteOnce(t *testing.T) {
 	for i, r := range []linkRules{
@@ -53,10 +64,13 @@ func TestDeliveryEventsCountEachByteOnce(t *testing.T) {
 		cc, l := runRec(t, uint64(10+i), r, 8<<20)
 		d := cc.last
 		st := l.ep[0].Stats()
-		t.Logf("case %d: sent %d retrans %d; ΣNewlyDelivered %d TotalDelivered %d; ΣNewlyLost %d ΣSpurious %d TotalLost %d (d.lost %d)",
-			i, st.PktSent, st.PktRetrans, cc.newlyDelivered, d.TotalDelivered, cc.newlyLost, cc.sp, d.TotalLost, l.ep[0].dlv.lost)
+		t.Logf("case %d: sent %d retrans %d; ΣNewlyDelivered %d ΣNewlyAcked %d TotalDelivered %d; ΣNewlyLost %d ΣSpurious %d TotalLost %d (d.lost %d)",
+			i, st.PktSent, st.PktRetrans, cc.newlyDelivered, cc.newlyAcked, d.TotalDelivered, cc.newlyLost, cc.sp, d.TotalLost, l.ep[0].dlv.lost)
 		if cc.newlyDelivered != d.TotalDelivered {
 			t.Errorf("case %d: ΣNewlyDelivered %d != TotalDelivered %d", i, cc.newlyDelivered, d.TotalDelivered)
+		}
+		if cc.newlyAcked != d.TotalDelivered {
+			t.Errorf("case %d: ΣNewlyAcked %d != TotalDelivered %d (each packet once)", i, cc.newlyAcked, d.TotalDelivered)
 		}
 		if got := cc.newlyLost - cc.sp; got != l.ep[0].dlv.lost {
 			t.Errorf("case %d: ΣNewlyLost−ΣSpurious %d != the tracker's lost %d: %d lost bytes never reached the controller", i, got, l.ep[0].dlv.lost, l.ep[0].dlv.lost-got)

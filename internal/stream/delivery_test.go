@@ -45,10 +45,11 @@ func TestDeliveryInFlight(t *testing.T) {
 	}
 }
 
-// Packets that silence implies arrived leave the flight but are delivered (in rate samples and
-// TotalDelivered) only when an ACK reports them; a NAK naming an implied packet after all
-// declares it lost, and its repair's ACK delivers it once.
-func TestDeliveryImpliedThenAcked(t *testing.T) {
+// Packets that silence implies arrived count once in NewlyAcked — when implied, in an event of
+// their own — and are delivered (in rate samples and TotalDelivered) only when an ACK reports them,
+// without counting in NewlyAcked again; a NAK naming an implied packet after all declares it lost
+// and its repair's ACK does not count it again either.
+func TestDeliveryNewlyAckedByImply(t *testing.T) {
 	isn := seqno.Seq(1<<31 - 4) // the 31-bit wrap falls inside the flight
 	d := newDeliveryTracker(isn, 64)
 	for k := 0; k < 10; k++ {
@@ -58,20 +59,20 @@ func TestDeliveryImpliedThenAcked(t *testing.T) {
 	d.onLost(isn, isn) // NAK [0], frontier 1: the hole that holds every cumulative ACK back
 	d.onNAKFrontier(isn.Add(1), func(s seqno.Seq) bool { return s == isn }, 20*time.Millisecond)
 	s, _ := d.sample(20*time.Millisecond, time.Time{}, 100)
-	if s.NewlyDelivered != 100 || s.NewlyLost != 100 {
-		t.Fatalf("the NAK: %+v, want 1 packet delivered, 1 lost", s)
+	if s.NewlyDelivered != 100 || s.NewlyAcked != 100 || s.NewlyLost != 100 {
+		t.Fatalf("the NAK: %+v, want 1 packet delivered and acked, 1 lost", s)
 	}
 	d.begin()
 	d.imply(200*time.Millisecond, 20*time.Millisecond) // 2–8 old enough, each with a later packet
 	s, ok := d.sample(200*time.Millisecond, time.Time{}, 100)
-	if !ok || s.NewlyDelivered != 0 || s.Delivered != 0 || s.TotalDelivered != 100 || s.InFlight != 100 {
-		t.Fatalf("imply: ok %v %+v, want an event with nothing delivered and 100 bytes in flight", ok, s)
+	if !ok || s.NewlyAcked != 700 || s.NewlyDelivered != 0 || s.Delivered != 0 || s.TotalDelivered != 100 || s.InFlight != 100 {
+		t.Fatalf("imply: ok %v %+v, want 700 newly acked, nothing delivered, 100 in flight", ok, s)
 	}
 	d.begin()
 	d.onLost(isn.Add(8), isn.Add(8)) // a late NAK names 8 after all
 	s, _ = d.sample(210*time.Millisecond, time.Time{}, 100)
-	if s.NewlyLost != 100 || s.NewlyDelivered != 0 {
-		t.Fatalf("the late NAK: %+v, want 100 lost, nothing delivered", s)
+	if s.NewlyLost != 100 || s.NewlyAcked != 0 {
+		t.Fatalf("the late NAK: %+v, want 100 lost, nothing acked", s)
 	}
 	d.onSend(isn, 100, 211*time.Millisecond, true)
 	d.onSend(isn.Add(8), 100, 212*time.Millisecond, true)
@@ -79,8 +80,8 @@ func TestDeliveryImpliedThenAcked(t *testing.T) {
 	d.onCumAck(isn.Add(10), 300*time.Millisecond, 20*time.Millisecond)
 	s, _ = d.sample(300*time.Millisecond, time.Time{}, 100)
 	// Delivered now: 0 (repaired), 2–7 (implied), 8 (repaired, implied before), 9 (new news).
-	if s.NewlyDelivered != 900 || s.TotalDelivered != 1000 || s.InFlight != 0 {
-		t.Fatalf("the cumulative ACK: %+v, want 900 delivered, 1000 in all, none in flight", s)
+	if s.NewlyDelivered != 900 || s.NewlyAcked != 200 || s.TotalDelivered != 1000 || s.InFlight != 0 {
+		t.Fatalf("the cumulative ACK: %+v, want 900 delivered, 200 newly acked (0 and 9), 1000 in all, none in flight", s)
 	}
 }
 
@@ -366,7 +367,7 @@ func TestImplyIgnoresSkippedNumbers(t *testing.T) {
 		t.Errorf("implyDue = %v, at or before now (%v), though nothing was sent %v (imply's wait) ago", due, now, d.implyWait(wait))
 	}
 	d.imply(time.Second+d.implyWait(wait)+time.Millisecond, wait)
-	if d.inflight != 100 {
-		t.Errorf("imply took the last packet sent out of the flight on a never-sent number's account: %d bytes in flight, want 100", d.inflight)
+	if d.inflight != 100 || d.implied != 0 {
+		t.Errorf("imply took the last packet sent out of the flight on a never-sent number's account: %d bytes in flight, %d implied; want 100, 0", d.inflight, d.implied)
 	}
 }

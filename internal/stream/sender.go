@@ -76,6 +76,19 @@ func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
 	}
 }
 
+// implyNow runs the delivery tracker's imply outside an ACK or NAK (a release, a timer) and tells
+// the delivery-based controller what it took out of the flight (congestion.Delivery.NewlyAcked),
+// as Linux's BBR grows its window by SACKed segments (tcp_bbr.c's bbr_set_cwnd takes
+// rs->acked_sacked): a UDT receiver ACKs every 10 ms or 64 packets, and not at all past a hole
+// until its repair, so imply usually learns of an arrival before any ACK says so.
+func (e *Endpoint) implyNow(t time.Duration, now time.Time) {
+	e.dlv.begin()
+	e.dlv.imply(t, e.rtt.RTT())
+	if e.dlv.implied > 0 {
+		e.deliveryDone(t, now)
+	}
+}
+
 // Departure returns when the next data packet may leave: a time at or before now means at once,
 // zero means nothing is sendable until new data, an ACK or a NAK arrives.
 func (e *Endpoint) Departure() time.Time {
@@ -131,7 +144,7 @@ func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, t
 	t := e.since(now)
 	e.traceRelease(now)
 	if e.dcc != nil {
-		e.dlv.imply(t, e.rtt.RTT())
+		e.implyNow(t, now)
 	}
 	n := 0
 	for n < limit {

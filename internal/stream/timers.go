@@ -54,9 +54,8 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	e.checkNAK(t, now)
 	e.checkDeferred(t, now)
 	if e.dcc != nil {
-		// A lost repair declared here, and what imply takes out of the flight, reach the
-		// controller in a delivery event of their own: outside one, onLost's bytes counted in
-		// TotalLost but never as NewlyLost.
+		// One delivery event for the lost repair's loss and what imply takes out of the flight:
+		// outside an event, onLost's bytes would never reach the controller as NewlyLost.
 		e.dlv.begin()
 		e.checkLostRepair(t, e.lastRecv)
 		e.deliveryDone(t, now)
