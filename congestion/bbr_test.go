@@ -268,12 +268,8 @@ func TestPoissonTail(t *testing.T) {
 	if got := poissonTail(0, 5); got != 1 {
 		t.Errorf("poissonTail(0, 5) = %v, want 1", got)
 	}
-	start := time.Now()
-	if got := poissonTail(1e15, 1); got > 1e-12 {
+	if got := poissonTail(1e15, 1); got > 1e-12 { // a hang fails by the test timeout
 		t.Errorf("poissonTail(1e15, 1) = %v, want ≈ 0", got)
-	}
-	if d := time.Since(start); d > 5*time.Second { // a hang guard, not a speed claim: the loop ends after ~20 terms
-		t.Errorf("poissonTail(1e15, 1) took %v", d)
 	}
 }
 

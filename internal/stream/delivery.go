@@ -480,6 +480,12 @@ func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
 	if seqno.Offset(d.sackFront, ack) > 0 {
 		d.sackFront = ack
 	}
+	if seqno.Offset(d.impliedFront, ack) > 0 {
+		// Kept at or after base: left behind (traffic whose every packet is acknowledged before
+		// imply's wait), its offset would wrap positive once base is 2^30 ahead (spec §1.6) and
+		// imply would skip the next 2^30 packets.
+		d.impliedFront = ack
+	}
 }
 
 // lateBatch is the late-acknowledged packets of one cumulative ACK: bytes, dated uniformly over

@@ -371,3 +371,39 @@ func TestImplyIgnoresSkippedNumbers(t *testing.T) {
 		t.Errorf("imply took the last packet sent out of the flight on a never-sent number's account: %d bytes in flight, %d implied; want 100, 0", d.inflight, d.implied)
 	}
 }
+
+// The implied front follows cumulative ACKs: on traffic whose every packet is acknowledged
+// before imply's wait, it stayed at the initial sequence number, and once the ACKs had moved
+// more than 2^30 past it the wrapped offset made imply skip the next 2^30 packets (found by
+// review: nothing implied after a jump of 3·2^29).
+func TestImpliedFrontFollowsTheACK(t *testing.T) {
+	for _, jump := range []int{0, 1 << 29, 3 << 29} {
+		isn := seqno.Seq(100)
+		d := newDeliveryTracker(isn, 64)
+		wait := 20 * time.Millisecond
+		now := time.Second
+		// Request/response: each packet acknowledged at once, before imply's wait.
+		seq := isn
+		for range 4 {
+			d.onSend(seq, 100, now, false)
+			now += time.Millisecond
+			d.begin()
+			d.onCumAck(seq.Inc(), now, wait)
+			seq = seq.Inc()
+		}
+		// The sequence space moves on (a long transfer's worth of ACKed packets, modelled by
+		// the ACK of one packet numbered jump later).
+		for left := jump; left > 0; left -= 1 << 28 {
+			seq = seq.Add(min(left, 1<<28))
+			d.onCumAck(seq, now, wait)
+		}
+		for range 3 {
+			d.onSend(seq, 300, now, false)
+			seq = seq.Inc()
+		}
+		d.imply(now+d.implyWait(wait)+time.Millisecond, wait)
+		if d.implied != 600 {
+			t.Errorf("jump %d: %d bytes implied, want 600 (the two older of three packets sent together)", jump, d.implied)
+		}
+	}
+}

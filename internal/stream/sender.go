@@ -76,7 +76,7 @@ func (e *Endpoint) deliveryDone(t time.Duration, now time.Time) {
 	}
 }
 
-// implyNow runs the delivery tracker's imply outside an ACK or NAK (a release, a timer) and tells
+// implyNow runs the delivery tracker's imply outside an ACK or NAK (at a release) and tells
 // the delivery-based controller what it took out of the flight (congestion.Delivery.NewlyAcked),
 // as Linux's BBR grows its window by SACKed segments (tcp_bbr.c's bbr_set_cwnd takes
 // rs->acked_sacked): a UDT receiver ACKs every 10 ms or 64 packets, and not at all past a hole
