@@ -113,6 +113,36 @@ func TestBBRInitPacingFromHandshakeRTT(t *testing.T) {
 	}
 }
 
+// bbrRounds drives a BBR one round trip per call: d bytes delivered over rtt, every one acked
+// (NewlyDelivered = NewlyAcked), the flight inflight and window-limited; with sample false the
+// event carries no rate sample (its reference packet a retransmission or late).
+type bbrRounds struct {
+	b     *BBR
+	now   time.Time
+	total int64
+	rtt   time.Duration
+	n     int // rounds so far
+}
+
+func newBBRRounds(rtt time.Duration) *bbrRounds {
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	return &bbrRounds{b: b, now: t0, rtt: rtt}
+}
+
+func (r *bbrRounds) round(d, inflight int64, sample bool) {
+	prior := r.total
+	r.total += d
+	r.now = r.now.Add(r.rtt)
+	r.n++
+	s := Delivery{RTT: r.rtt, PriorDelivered: prior, NewlyDelivered: d, NewlyAcked: d, TotalDelivered: r.total,
+		InFlight: inflight, TxInFlight: inflight, CwndLimited: true, PacketSize: 1472}
+	if sample {
+		s.Delivered, s.Interval = d, r.rtt
+	}
+	r.b.OnDelivery(r.now, s)
+}
+
 // A probe that follows one which found excessive loss stops once the flight reaches inflight_hi
 // (a stopped risky probe), and a new probe starts at once when that probe's ACKs come back
 // without excessive loss; a probe after a clean one keeps probing past inflight_hi while the
@@ -121,18 +151,9 @@ func TestBBRStoppedRiskyProbe(t *testing.T) {
 	const pkt = 1472
 	rtt := 20 * time.Millisecond
 	for _, prevTooHigh := range []bool{true, false} {
-		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
-		b.Init(t0, Params{MSS: 1500})
-		now, total := t0, int64(0)
-		deliver := func(inflight int64) {
-			prior := total
-			d := int64(100 * pkt)
-			total += d
-			now = now.Add(rtt)
-			b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-				NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: inflight, TxInFlight: inflight,
-				CwndLimited: true, PacketSize: pkt})
-		}
+		r := newBBRRounds(rtt)
+		b := r.b
+		deliver := func(inflight int64) { r.round(100*pkt, inflight, true) }
 		for range 30 { // through Startup and Drain into ProbeBW
 			deliver(100 * pkt)
 		}
@@ -170,20 +191,9 @@ func TestBBRStoppedRiskyProbe(t *testing.T) {
 func TestBBRRenoRoundsQuantised(t *testing.T) {
 	const pkt = 1472
 	rtt := 200 * time.Microsecond
-	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
-	b.Init(t0, Params{MSS: 1500})
-	now, total := t0, int64(0)
-	rounds := 0
-	deliver := func() {
-		prior := total
-		d := int64(2 * pkt) // 2 packets per 0.2 ms: 117 Mbit/s of payload
-		total += d
-		now = now.Add(rtt)
-		rounds++
-		b.OnDelivery(now, Delivery{Delivered: d, Interval: rtt, RTT: rtt, PriorDelivered: prior,
-			NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total, InFlight: d, TxInFlight: d,
-			CwndLimited: true, PacketSize: pkt})
-	}
+	r := newBBRRounds(rtt)
+	b := r.b
+	deliver := func() { r.round(2*pkt, 2*pkt, true) } // 2 packets per 0.2 ms: 117 Mbit/s of payload
 	for range 40 {
 		deliver()
 	}
@@ -202,9 +212,9 @@ func TestBBRRenoRoundsQuantised(t *testing.T) {
 		deliver()
 		switch {
 		case b.state == bbrProbeBWDown && prev != bbrProbeBWDown:
-			start = rounds
+			start = r.n
 		case b.state == bbrProbeBWRefill && prev != bbrProbeBWRefill && start >= 0:
-			gaps = append(gaps, rounds-start)
+			gaps = append(gaps, r.n-start)
 		}
 	}
 	if len(gaps) < 5 {
@@ -281,21 +291,9 @@ func TestPoissonTail(t *testing.T) {
 func TestBBRMaxBwFilterKeepsItsMaxWithoutSamples(t *testing.T) {
 	const pkt = 1472
 	rtt := 20 * time.Millisecond
-	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
-	b.Init(t0, Params{MSS: 1500})
-	now, total := t0, int64(0)
-	deliver := func(sample bool) {
-		prior := total
-		d := int64(100 * pkt)
-		total += d
-		now = now.Add(rtt)
-		s := Delivery{RTT: rtt, PriorDelivered: prior, NewlyDelivered: d, NewlyAcked: d, TotalDelivered: total,
-			InFlight: 100 * pkt, TxInFlight: 100 * pkt, CwndLimited: true, PacketSize: pkt}
-		if sample {
-			s.Delivered, s.Interval = d, rtt
-		}
-		b.OnDelivery(now, s)
-	}
+	r := newBBRRounds(rtt)
+	b := r.b
+	deliver := func(sample bool) { r.round(100*pkt, 100*pkt, sample) }
 	for range 30 { // through Startup and Drain into ProbeBW
 		deliver(true)
 	}

@@ -13,21 +13,11 @@ import (
 // recBBR is BBR with a record of every Delivery it was given.
 type recBBR struct {
 	*congestion.BBR
-	events, impliedOnly, cwndLimitedTrue      int
 	newlyAcked, newlyDelivered, newlyLost, sp int64
 	last                                      congestion.Delivery
-	impliedAcked                              int64
 }
 
 func (r *recBBR) OnDelivery(now time.Time, d congestion.Delivery) {
-	r.events++
-	if d.NewlyDelivered == 0 && d.NewlyLost == 0 && d.Spurious == 0 && d.NewlyAcked > 0 {
-		r.impliedOnly++
-		r.impliedAcked += d.NewlyAcked
-	}
-	if d.CwndLimited {
-		r.cwndLimitedTrue++
-	}
 	r.newlyAcked += d.NewlyAcked
 	r.newlyDelivered += d.NewlyDelivered
 	r.newlyLost += d.NewlyLost

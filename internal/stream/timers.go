@@ -53,14 +53,12 @@ func (e *Endpoint) OnTimer(now time.Time) {
 	e.checkPendingNAK(t, now)
 	e.checkNAK(t, now)
 	e.checkDeferred(t, now)
+	// One delivery event for the lost repair's loss and what imply takes out of the flight:
+	// outside an event, onLost's bytes would never reach the controller as NewlyLost.
+	e.dlv.begin()
+	e.checkLostRepair(t, e.lastRecv)
 	if e.dcc != nil {
-		// One delivery event for the lost repair's loss and what imply takes out of the flight:
-		// outside an event, onLost's bytes would never reach the controller as NewlyLost.
-		e.dlv.begin()
-		e.checkLostRepair(t, e.lastRecv)
 		e.deliveryDone(t, now)
-	} else {
-		e.checkLostRepair(t, e.lastRecv)
 	}
 	if e.inFlight() > 0 && t >= e.rtoBase+e.rtoInterval() {
 		e.onRTO(t, now)
