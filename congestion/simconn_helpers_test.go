@@ -170,7 +170,8 @@ func runConnsInBubble(t *testing.T, sc connScenario) connResult {
 			tracers = append(tracers, fs.split)
 		}
 		if prefix := os.Getenv("UDT_SIM_TRACE"); prefix != "" {
-			name := fmt.Sprintf("%s-%s-flow%d.jsonl", prefix, strings.NewReplacer("/", "_", "%", "pct").Replace(t.Name()), i+1)
+			base := fmt.Sprintf("%s-%s-flow%d", prefix, strings.NewReplacer("/", "_", "%", "pct").Replace(t.Name()), i+1)
+			name := fmt.Sprintf("%s-run%d.jsonl", base, traceRuns.next(base))
 			fs.trace = &simTraceFile{name: name}
 			tracers = append(tracers, fs.trace)
 		}
@@ -452,9 +453,25 @@ func (r *retxSplit) counts() (early, steady, first uint64) {
 	return r.early, r.steady, r.first
 }
 
+// traceRuns numbers the runs of each test and flow, so that every run's trace has its own file.
+var traceRuns = &runCounter{n: map[string]int{}}
+
+type runCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *runCounter) next(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := c.n[key]
+	c.n[key] = k + 1
+	return k
+}
+
 // simTraceFile writes a sender's events as JSON lines (conn/trace's format, which `udtperf plot`
 // draws) to a file: UDT_SIM_TRACE=prefix traces every flow of every run to
-// prefix-TEST-flowN.jsonl, for looking into one cell (a later run of the same test overwrites it).
+// prefix-TEST-flowN-runK.jsonl (K from 0, in the order the runs start), for looking into one cell.
 type simTraceFile struct {
 	name string
 	mu   sync.Mutex

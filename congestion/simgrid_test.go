@@ -22,7 +22,7 @@ package congestion_test
 //	UDT_SIM_ASSERT=1|0    assert issue 10's targets for every controller, or for none
 //	UDT_SIM_VERBOSE=1     log each run's per-second shares, pacing rate, queue and sender
 //	UDT_SIM_TRACE=prefix  write each flow's sender trace (conn/trace JSON lines, `udtperf plot` draws
-//	                      them) to prefix-TEST-flowN.jsonl
+//	                      them) to prefix-TEST-flowN-runK.jsonl
 //
 // and -run filters cells by name: TestSimGrid/CONTROLLER/KIND/RATE/RTT/LOSS/BUFFER, e.g.
 // -run 'TestSimGrid/udt/coarse/100M'. Cells run in parallel (go test -parallel).
