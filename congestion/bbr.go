@@ -365,12 +365,13 @@ func (b *BBR) startRound() { b.nextRoundDelivered = b.delivered }
 func (b *BBR) maxBandwidth() float64 { return max(b.maxBw[0], b.maxBw[1]) }
 
 // updateMaxBw feeds the max-bw filter (draft §4.5.2.3): application-limited samples count only
-// when they raise it. ProbeRTT's samples are application-limited by construction (draft §4.3.4).
+// when they raise it. ProbeRTT's samples are application-limited by construction (draft §4.3.4),
+// and a repair's may understate the path as they do (Delivery.Repair).
 func (b *BBR) updateMaxBw(d Delivery, rate float64) {
 	if rate <= 0 {
 		return
 	}
-	appLimited := d.AppLimited || b.state == bbrProbeRTT
+	appLimited := d.AppLimited || d.Repair || b.state == bbrProbeRTT
 	if rate >= b.maxBandwidth() || !appLimited {
 		b.maxBw[1] = max(b.maxBw[1], rate)
 	}

@@ -26,9 +26,11 @@ func (b *BBR) enterStartup() {
 // checkFullBwReached detects a bandwidth plateau (draft §4.3.1.2): three rounds in which no
 // sample grew by 25 %. A round that gave no valid sample at all is no evidence either way (on a
 // lossy path every ACK of a round may follow a repaired hole, delivery.go), so it is not counted;
-// TCP's per-segment ACKs always give the draft samples.
+// TCP's per-segment ACKs always give the draft samples. A repair's sample is skipped as an
+// application-limited one is: it may understate the path (Delivery.Repair), and counted it ended
+// Startup at a tenth of a lossy path's rate.
 func (b *BBR) checkFullBwReached(d Delivery, rate float64) {
-	if b.fullBwNow || d.AppLimited {
+	if b.fullBwNow || d.AppLimited || d.Repair {
 		return
 	}
 	sampled := b.roundSampled

@@ -394,3 +394,40 @@ func TestBBRStartupGrowsByImpliedArrivals(t *testing.T) {
 		t.Errorf("the ACK of packets already implied grew the window by %.0f bytes, want 0", b.cwnd-w1)
 	}
 }
+
+// A repair's rate sample (Delivery.Repair) may understate the path, since UDT's cumulative ACK
+// stops at the next hole: like an application-limited one it raises the model and counts for
+// nothing else. Low repair samples at round starts do not end Startup (they did, at a tenth of a
+// 3 %-lossy path's rate, before they were skipped); a repair sample above the model raises it at
+// once, which is how a sender that sends nothing but repairs recovers a model set far too low.
+func TestBBRRepairSamplesOnlyRaise(t *testing.T) {
+	const pkt = 1472
+	rtt := 20 * time.Millisecond
+	r := newBBRRounds(rtt)
+	b := r.b
+	for k := range 4 { // Startup: the delivery rate doubles each round
+		r.round(int64(16<<k)*pkt, int64(32<<k)*pkt, true)
+	}
+	bw := b.maxBandwidth()
+	for range 6 { // rounds whose only samples are repairs at a tenth of the rate
+		prior := r.total
+		r.total += 10 * pkt
+		r.now = r.now.Add(rtt)
+		b.OnDelivery(r.now, Delivery{Delivered: int64(bw*rtt.Seconds()) / 10, Interval: rtt, Repair: true, RTT: rtt,
+			PriorDelivered: prior, NewlyDelivered: 10 * pkt, NewlyAcked: 10 * pkt, TotalDelivered: r.total,
+			InFlight: 256 * pkt, TxInFlight: 256 * pkt, CwndLimited: true, PacketSize: pkt})
+	}
+	if b.state != bbrStartup || b.maxBandwidth() != bw {
+		t.Fatalf("after six rounds of repair samples at a tenth of the rate: state %v, bandwidth %.0f; want Startup, %.0f kept",
+			b.state, b.maxBandwidth(), bw)
+	}
+	prior := r.total
+	r.total += 10 * pkt
+	r.now = r.now.Add(rtt)
+	b.OnDelivery(r.now, Delivery{Delivered: int64(3 * bw * rtt.Seconds()), Interval: rtt, Repair: true, RTT: rtt,
+		PriorDelivered: prior, NewlyDelivered: 10 * pkt, NewlyAcked: 10 * pkt, TotalDelivered: r.total,
+		InFlight: 256 * pkt, TxInFlight: 256 * pkt, CwndLimited: true, PacketSize: pkt})
+	if got := b.maxBandwidth(); got < 2.9*bw {
+		t.Fatalf("a repair sample at 3× the model: bandwidth %.0f, want it raised to ~%.0f", got, 3*bw)
+	}
+}

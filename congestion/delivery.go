@@ -22,9 +22,10 @@ import "time"
 type Delivery struct {
 	// Delivered is the number of bytes delivered over Interval: the sample's numerator. 0 means
 	// the event gave no valid sample: nothing newly delivered, or the reference packet was
-	// retransmitted (its send time is ambiguous) or acknowledged later than a round trip plus the
-	// ACK period after it left (it waited behind a hole, so its ACK does not date its delivery).
-	// Packets acknowledged that late are not counted in any sample's numerator either.
+	// resent without the receiver having reported it missing (a timer's resend: which copy
+	// arrived is ambiguous) or acknowledged later than a round trip plus the ACK period after it
+	// left (it waited behind a hole, so its ACK does not date its delivery). Packets acknowledged
+	// that late are not counted in any sample's numerator either.
 	Delivered int64
 	// Interval is the sample's denominator, the larger of the send and ACK intervals of the
 	// draft (§3.3) and of the time over which this event's newly delivered packets were sent. It
@@ -34,6 +35,14 @@ type Delivery struct {
 	// application-limited (no data to send, or held back by the peer's flow window, not by the
 	// congestion window or the pacing rate): the sample may understate the path (draft §3.4).
 	AppLimited bool
+	// Repair reports that the sample's reference packet is a retransmission of a packet the
+	// receiver reported missing (the event delivered no original transmission in time). Its
+	// delivery is dated by its ACK, as in the draft and Linux's tcp_rate.c, but UDT's cumulative
+	// ACK stops at the next hole, so what arrived beyond it during the sample is not counted yet:
+	// the sample may understate the path, like an application-limited one. It is what a sender
+	// that sends nothing but repairs (a long loss list) measures; without it such a sender's
+	// model could not move until the list was worked off.
+	Repair bool
 	// RTT is the round-trip time of the newest packet this event delivered that was never
 	// retransmitted (Karn's rule): from its departure to this event. 0 if there is none.
 	RTT time.Duration

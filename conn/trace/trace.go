@@ -73,7 +73,8 @@ const (
 	EventsLost
 	// DeliveryRate (sender, delivery-based controllers such as BBR): a delivery-rate sample
 	// (congestion.Delivery): Bytes delivered over Interval, Detail "app-limited" when the
-	// sender was (the sample may understate the path); RTT: the sample's RTT (0: none).
+	// sender was, "repair" when the sample's reference packet was a retransmission (either way
+	// the sample may understate the path); RTT: the sample's RTT (0: none).
 	DeliveryRate
 
 	numKinds

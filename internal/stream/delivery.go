@@ -40,6 +40,7 @@ const (
 	pktSpurious                      // declared lost, then shown not to be (spurious)
 	pktAcked                         // counted in a Delivery.NewlyAcked: known or implied received
 	pktSkipped                       // a given-up message's number, never sent (skip, message.go)
+	pktBlind                         // resent without the receiver's report of its loss: any copy may be the one delivered
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -48,7 +49,9 @@ type pktRecord struct {
 	sent        time.Duration // P.sent_time
 	firstSent   time.Duration // P.first_sent_time: C.first_sent_time at the send
 	deliveredAt time.Duration // P.delivered_time: C.delivered_time at the send
+	repairedAt  time.Duration // the latest of C.delivered_time and a repair's delivery at the send (see repairTime)
 	delivered   int64         // P.delivered: C.delivered at the send
+	lateAt      int64         // C.late at the send (see lateBytes)
 	lost        int64         // C.lost at the send
 	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
 	event       uint64        // the delivery events counted when it was sent (see spans)
@@ -73,7 +76,9 @@ type deliveryTracker struct {
 	delivered       int64         // C.delivered, bytes
 	lost            int64         // C.lost, bytes
 	late            []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
+	lateBytes       int64         // C.late: bytes acknowledged late so far (a repair's sample leaves them all out)
 	deliveredTime   time.Duration // C.delivered_time: when the highest known received advanced
+	repairTime      time.Duration // when a retransmission was last delivered in time (a repair's ACK dates it)
 	highest         seqno.Seq     // the highest sequence number known received
 	hasHighest      bool
 	firstSentTime   time.Duration // C.first_sent_time
@@ -89,7 +94,8 @@ type deliveryTracker struct {
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
 	events uint64        // delivery events that delivered something, so far
-	spans  []sendSpan    // suffix minima of the events' oldest send times (see sentSince)
+	spans  spanStack     // suffix minima of the events' oldest send times (see sentSince)
+	onTime spanStack     // … of the packets not acknowledged late (for repairs' samples)
 }
 
 // sendSpan is one entry of the suffix-minimum stack: minSent is the oldest send time of the
@@ -106,37 +112,49 @@ type sendSpan struct {
 // stays full, and merging only the oldest two shifted the whole stack (16 KB) on every event.
 const maxSpans = 1024
 
-// pushSpan records the oldest send time of the packets the current event delivered.
-func (d *deliveryTracker) pushSpan(minSent time.Duration) {
-	d.events++
-	for len(d.spans) > 0 && d.spans[len(d.spans)-1].minSent >= minSent {
-		d.spans = d.spans[:len(d.spans)-1]
+// spanStack is a suffix-minimum stack of sendSpan entries, oldest first.
+type spanStack []sendSpan
+
+// push records the oldest send time of the packets event delivered.
+func (st *spanStack) push(event uint64, minSent time.Duration) {
+	s := *st
+	for len(s) > 0 && s[len(s)-1].minSent >= minSent {
+		s = s[:len(s)-1]
 	}
-	if len(d.spans) == maxSpans {
+	if len(s) == maxSpans {
 		h := maxSpans / 2
-		d.spans[h].minSent = d.spans[0].minSent
-		d.spans = append(d.spans[:0], d.spans[h:]...)
+		s[h].minSent = s[0].minSent
+		s = append(s[:0], s[h:]...)
 	}
-	d.spans = append(d.spans, sendSpan{event: d.events, minSent: minSent})
+	*st = append(s, sendSpan{event: event, minSent: minSent})
 }
 
-// sentSince returns the oldest send time of the packets delivered by the events after event:
-// the data counted in a sample whose reference packet left after event was all sent since then.
-func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) {
-	lo, hi := 0, len(d.spans)
+// since returns the oldest send time of the packets delivered by the events after event.
+func (st spanStack) since(event uint64) (time.Duration, bool) {
+	lo, hi := 0, len(st)
 	for lo < hi {
 		m := (lo + hi) / 2
-		if d.spans[m].event > event {
+		if st[m].event > event {
 			hi = m
 		} else {
 			lo = m + 1
 		}
 	}
-	if lo == len(d.spans) {
+	if lo == len(st) {
 		return 0, false
 	}
-	return d.spans[lo].minSent, true
+	return st[lo].minSent, true
 }
+
+// pushSpan numbers a new event and records the oldest send time of the packets it delivered.
+func (d *deliveryTracker) pushSpan(minSent time.Duration) {
+	d.events++
+	d.spans.push(d.events, minSent)
+}
+
+// sentSince returns the oldest send time of the packets delivered by the events after event:
+// the data counted in a sample whose reference packet left after event was all sent since then.
+func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) { return d.spans.since(event) }
 
 // deliveryEvent accumulates one ACK or NAK's effect (the draft's rate sample rs, §3.3).
 type deliveryEvent struct {
@@ -160,6 +178,10 @@ type deliveryEvent struct {
 	refEvent       uint64
 	minSent        time.Duration // send-time span of the newly delivered packets
 	maxSent        time.Duration
+	hasSpan        bool          // spanMin and spanMax are set
+	spanMin        time.Duration // … of those not acknowledged late (a repair's sample counts only them)
+	spanMax        time.Duration
+	refLate        int64         // the reference's lateAt
 	hasRTT         bool          // rttSent is set
 	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
 	rttSeq         int           // its offset, to pick the newest
@@ -207,6 +229,9 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 		if p.flags&pktDelivered != 0 {
 			return // the peer has it already: the resend tells nothing about the path
 		}
+		if p.flags&pktLost == 0 {
+			p.flags |= pktBlind // a timer's probe: the earlier copy may still arrive
+		}
 		p.flags |= pktRetrans
 	default:
 		return
@@ -224,7 +249,8 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 		p.flags |= pktAppLimited
 	}
 	p.sent, p.firstSent, p.deliveredAt = t, d.firstSentTime, d.deliveredTime
-	p.delivered, p.lost, p.txInFlight = d.delivered, d.lost, d.inflight
+	p.repairedAt = max(d.deliveredTime, d.repairTime)
+	p.delivered, p.lost, p.txInFlight, p.lateAt = d.delivered, d.lost, d.inflight, d.lateBytes
 	p.event = d.events
 }
 
@@ -232,7 +258,12 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 // before (the highest known received, seq). The draft moves it with every delivered packet, for
 // TCP, whose receivers acknowledge every other segment; UDT acknowledges cumulatively, every
 // 10 ms or 64 packets, so a repaired hole delivers packets received long ago, and dating their
-// delivery now would stretch the next samples' data over too short an interval.
+// delivery now would stretch the next samples' data over too short an interval. The repair
+// itself, a retransmission acknowledged in time, did arrive about now, so a sample whose
+// reference is a repair starts its window at the previous repair's ACK (repairTime) when that is
+// later; C.delivered_time does not move with it (when it did, original packets' samples counted
+// packets that arrived before the repair over the short window after it, and read up to 1.33× the
+// bottleneck in TestDeliverySamplesNeverExceedTheBottleneck).
 func (d *deliveryTracker) learnt(seq seqno.Seq, t time.Duration) {
 	if !d.hasHighest || seqno.Offset(d.highest, seq) > 0 {
 		d.highest, d.hasHighest = seq, true
@@ -413,22 +444,52 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	} else {
 		ev.minSent, ev.maxSent = min(ev.minSent, p.sent), max(ev.maxSent, p.sent)
 	}
+	if p.flags&pktLate == 0 {
+		if !ev.hasSpan {
+			ev.spanMin, ev.spanMax, ev.hasSpan = p.sent, p.sent, true
+		} else {
+			ev.spanMin, ev.spanMax = min(ev.spanMin, p.sent), max(ev.spanMax, p.sent)
+		}
+	}
 	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
 		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
 	}
 	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet —
-	// here the most recently sent original transmission when there is one. A repaired hole is
-	// acknowledged together with the packets behind it; the draft's choice would be the
-	// retransmission, whose send time is ambiguous (no sample), and on a path that loses a few
-	// percent nearly every cumulative ACK repairs a hole.
-	orig, refOrig := p.flags&pktRetrans == 0, ev.refFlags&pktRetrans == 0
-	if !ev.hasRef || orig && !refOrig || orig == refOrig && (p.delivered > ev.refDelivered || p.delivered == ev.refDelivered && p.sent > ev.refSent) {
+	// here the most recently sent one of the best class there is (deliveryRank): an original
+	// transmission, else a retransmission that dates its delivery. A repaired hole is acknowledged
+	// together with the packets behind it, and on a path that loses a few percent nearly every
+	// cumulative ACK repairs one; the original packets' samples are the draft's, the
+	// retransmission's only a fallback for events that deliver nothing else (a sender repairing
+	// many holes sends nothing else, and without samples its model would never move).
+	rank, refRank := deliveryRank(p.flags), deliveryRank(ev.refFlags)
+	if !ev.hasRef || rank > refRank || rank == refRank && (p.delivered > ev.refDelivered || p.delivered == ev.refDelivered && p.sent > ev.refSent) {
 		ev.hasRef = true
 		ev.refDelivered, ev.refDeliveredAt = p.delivered, p.deliveredAt
+		if rank == 1 {
+			ev.refDeliveredAt = p.repairedAt
+		}
 		ev.refSent, ev.refFirst = p.sent, p.firstSent
 		ev.refLost, ev.refTxInFlight, ev.refFlags, ev.refEvent = p.lost, p.txInFlight, p.flags, p.event
+		ev.refLate = p.lateAt
 		d.firstSentTime = p.sent
 	}
+}
+
+// deliveryRank orders the packets an event delivers as a sample's reference: 2 for an original
+// transmission acknowledged in time, 1 for a retransmission acknowledged in time that the
+// receiver reported missing (its earlier copies were lost, so its ACK dates its own delivery; the
+// draft and Linux's tcp_rate.c take samples from retransmissions, and BBR drops any whose
+// interval is shorter than the min RTT, the mark of a spurious one), 0 for the rest, which give
+// no sample: a late packet (its ACK does not date its delivery), a blind or spurious resend (an
+// earlier copy may be the one that arrived).
+func deliveryRank(f uint16) int {
+	switch {
+	case f&(pktLate|pktBlind|pktSpurious) != 0:
+		return 0
+	case f&pktRetrans != 0:
+		return 1
+	}
+	return 2
 }
 
 // onCumAck delivers every packet before ack and drops their records. An ack beyond the last
@@ -456,12 +517,16 @@ func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
 		p := d.at(k)
 		if p.flags&pktDelivered == 0 && t-p.sent > late {
 			p.flags |= pktLate
+			d.lateBytes += int64(p.size)
 			v := p.sent + expect
 			if lb.bytes == 0 {
 				lb.from, lb.to = v, v
 			}
 			lb.from, lb.to = min(lb.from, v), max(lb.to, v)
 			lb.bytes += int64(p.size)
+		}
+		if p.flags&pktDelivered == 0 && deliveryRank(p.flags) == 1 {
+			d.repairTime = t // a repair arrived now (see learnt)
 		}
 		d.deliver(k, p, t)
 	}
@@ -540,6 +605,17 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	}
 }
 
+// markBlind notes that [first, last] were declared lost without the receiver's report (a
+// retransmission timeout's go-back-N, a path MTU change): their resends are ambiguous, since an
+// earlier copy may yet be the one delivered, and give no rate sample.
+func (d *deliveryTracker) markBlind(first, last seqno.Seq) {
+	from := max(seqno.Offset(d.base, first), 0)
+	to := min(seqno.Offset(d.base, last), d.n-1)
+	for k := from; k <= to; k++ {
+		d.at(k).flags |= pktBlind
+	}
+}
+
 // onNAKFrontier applies a NAK read as a selective acknowledgement: the receiver holds frontier
 // (the packet after the NAK's highest range), so every packet before it that was never declared
 // lost and that named(seq) does not report missing has been received. Packets before an earlier
@@ -609,7 +685,13 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		s.LostSinceSent = d.lost - ev.refLost
 		s.AppLimited = ev.refFlags&pktAppLimited != 0
 		d.pushSpan(ev.minSent)
-		if ev.refFlags&(pktRetrans|pktLate) == 0 {
+		if ev.hasSpan {
+			d.onTime.push(d.events, ev.spanMin)
+		} else {
+			d.onTime.push(d.events, t) // nothing on time: bounds no repair's sample
+		}
+		switch deliveryRank(ev.refFlags) {
+		case 2:
 			// The draft's interval, max(send elapsed, ACK elapsed), and the span over which
 			// everything counted was sent: a cumulative ACK that jumps a repaired hole counts
 			// packets delivered long before, and their send times show it.
@@ -620,6 +702,19 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			delivered := d.delivered - ev.refDelivered - d.lateBefore(ev.refEvent, ev.refDeliveredAt)
 			if delivered > 0 && interval > 0 {
 				s.Delivered, s.Interval = delivered, interval
+			}
+		case 1:
+			// A repair's sample counts nothing acknowledged late (the packets behind the holes
+			// its ACKs jump arrived long before, and their departures would stretch its window
+			// to the hole's age), so its interval is the draft's and the span over which what it
+			// counts was sent.
+			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.spanMax-ev.spanMin)
+			if oldest, ok := d.onTime.since(ev.refEvent); ok {
+				interval = max(interval, ev.refSent-oldest)
+			}
+			delivered := d.delivered - ev.refDelivered - (d.lateBytes - ev.refLate)
+			if delivered > 0 && interval > 0 {
+				s.Delivered, s.Interval, s.Repair = delivered, interval, true
 			}
 		}
 	}

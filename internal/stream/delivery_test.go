@@ -35,8 +35,10 @@ func TestDeliveryInFlight(t *testing.T) {
 	d.begin()
 	d.onCumAck(isn.Add(4), 40*time.Millisecond, 20*time.Millisecond) // 3 repaired, 4 still lost
 	s, _ = d.sample(40*time.Millisecond, time.Time{}, 100)
-	if s.NewlyDelivered != 100 || s.InFlight != 400 || s.Delivered != 0 {
-		t.Fatalf("after the ACK of the retransmission: %+v, want 100 newly delivered, 400 in flight, no rate (its reference was retransmitted)", s)
+	// The repair of a loss the receiver reported dates its own delivery: 100 bytes since the
+	// NAK that made room for it (20 ms).
+	if s.NewlyDelivered != 100 || s.InFlight != 400 || s.Delivered != 100 || s.Interval != 20*time.Millisecond {
+		t.Fatalf("after the ACK of the retransmission: %+v, want 100 newly delivered, 400 in flight, a sample of 100 bytes over 20 ms", s)
 	}
 	// Packets 6–9 were sent long enough ago with later packets: silence implies they arrived.
 	d.imply(200*time.Millisecond, 20*time.Millisecond)
@@ -231,7 +233,7 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			isn := seqno.MaxSeq.Add(-500) // wraps after 500 packets
-			worst := 0.0
+			worst, worstRepair, repairs := 0.0, 0.0, 0
 			for seed := uint64(1); seed <= 8; seed++ {
 				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: c.sendGap, linkGap: c.linkGap,
 					owd: 25 * time.Millisecond, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7))}
@@ -243,6 +245,10 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 				sum := 0.0
 				for _, s := range p.samples {
 					worst = max(worst, rate(s)/path)
+					if s.Repair {
+						worstRepair = max(worstRepair, rate(s)/path)
+						repairs++
+					}
 					sum += rate(s)
 				}
 				if seed == 1 {
@@ -252,7 +258,7 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 					t.Errorf("seed %d: mean sample %.3f of the path's rate, want ≥ 0.9", seed, mean)
 				}
 			}
-			t.Logf("highest sample over 8 seeds: %.3f× the bottleneck's rate", worst)
+			t.Logf("highest sample over 8 seeds: %.3f× the bottleneck's rate (of the %d repairs' samples: %.3f×)", worst, repairs, worstRepair)
 			// 3 % covers one packet more than the bottleneck can deliver in the shortest windows
 			// (about 35 packets: the RTT less the ACK timer's quantisation).
 			if worst > 1.03 {
@@ -404,6 +410,61 @@ func TestImpliedFrontFollowsTheACK(t *testing.T) {
 		d.imply(now+d.implyWait(wait)+time.Millisecond, wait)
 		if d.implied != 600 {
 			t.Errorf("jump %d: %d bytes implied, want 600 (the two older of three packets sent together)", jump, d.implied)
+		}
+	}
+}
+
+// A sender that has nothing to send but repairs (a long loss list) gets delivery-rate samples
+// from them, at the rate the repairs are delivered, and none that read above it; repairs that
+// are ambiguous (resent without the receiver's report of a loss, as a timer's go-back-N does)
+// give none. Before repairs gave samples, such a sender's model never moved while the list was
+// worked off, at whatever rate the model had when the losses happened.
+func TestDeliveryRepairsGiveSamples(t *testing.T) {
+	ms := time.Millisecond
+	for _, blind := range []bool{false, true} {
+		isn := seqno.MaxSeq.Add(-20) // the repairs cross the 31-bit wrap
+		d := newDeliveryTracker(isn, 256)
+		for k := 0; k <= 100; k++ {
+			d.onSend(isn.Add(k), 1000, time.Duration(k)*10*time.Microsecond, false)
+		}
+		// The receiver got 0–9 and 100: a NAK of [10, 99] with frontier 100, at 10 ms.
+		d.begin()
+		d.onLost(isn.Add(10), isn.Add(99))
+		if blind {
+			d.markBlind(isn.Add(10), isn.Add(99))
+		}
+		d.onNAKFrontier(isn.Add(100), func(s seqno.Seq) bool { return seqno.Offset(isn.Add(10), s) >= 0 && seqno.Offset(s, isn.Add(99)) <= 0 }, 10*ms)
+		d.sample(10*ms, time.Time{}, 1000)
+		// One repair every 4 ms, each acknowledged 10 ms (a round trip) after it left.
+		var samples []congestion.Delivery
+		for k := 10; k < 100; k++ {
+			at := 10*ms + time.Duration(k-10)*4*ms
+			d.onSend(isn.Add(k), 1000, at, true)
+			if k >= 13 {
+				d.begin()
+				d.onCumAck(isn.Add(k-2), at, 20*ms) // the repair sent 10 ms (2.5 gaps) ago, rounded
+				if s, ok := d.sample(at, time.Time{}, 1000); ok && s.Delivered > 0 {
+					samples = append(samples, s)
+				}
+			}
+		}
+		if blind {
+			if len(samples) != 0 {
+				t.Errorf("blind resends: %d samples (first %+v), want none", len(samples), samples[0])
+			}
+			continue
+		}
+		if len(samples) < 80 {
+			t.Fatalf("%d samples from 87 repairs' ACKs, want one from nearly each", len(samples))
+		}
+		want := 1000 / (4 * ms).Seconds()
+		for _, s := range samples[1:] { // the first one's window began at the NAK
+			if !s.Repair {
+				t.Fatalf("sample %+v: not marked a repair's", s)
+			}
+			if r := rate(s); r > 1.03*want || r < 0.5*want {
+				t.Fatalf("sample %+v reads %.0f B/s; the repairs left at %.0f B/s", s, r, want)
+			}
 		}
 	}
 }

@@ -228,6 +228,7 @@ func (e *Endpoint) lowerSize(size int) {
 		s := first.Add(k)
 		if pl, _, ok := e.snd.Packet(s); ok && len(pl)+headerSize > size {
 			e.addLoss(s, s)
+			e.dlv.markBlind(s, s)
 		}
 	}
 }

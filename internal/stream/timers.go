@@ -198,6 +198,7 @@ func (e *Endpoint) peerAnswered() {
 	}
 	first, last := e.sndLastAck(), e.sndCurrSeq()
 	e.addLoss(first, last)
+	e.dlv.markBlind(first, last)
 	e.sent.markTimer(first, last)
 	e.stats.GoBackN++
 }

@@ -243,8 +243,11 @@ func (e *Endpoint) emitTimeout() {
 
 func (e *Endpoint) emitDelivery(d *congestion.Delivery) {
 	ev := trace.Event{Kind: trace.DeliveryRate, Bytes: int(d.Delivered), Interval: d.Interval, RTT: d.RTT}
-	if d.AppLimited {
+	switch {
+	case d.AppLimited:
 		ev.Detail = "app-limited"
+	case d.Repair:
+		ev.Detail = "repair"
 	}
 	e.emitEvent(ev)
 }
