@@ -98,64 +98,6 @@ type deliveryTracker struct {
 	onTime spanStack     // … of the packets not acknowledged late (for repairs' samples)
 }
 
-// sendSpan is one entry of the suffix-minimum stack: minSent is the oldest send time of the
-// packets delivered by event and every later event (the entries below it in the stack are older
-// and reach further back).
-type sendSpan struct {
-	event   uint64
-	minSent time.Duration
-}
-
-// maxSpans bounds the suffix-minimum stack; beyond it the oldest half of the entries merge into
-// one, keeping the oldest send time, so a sample's interval can only grow (its rate only shrink).
-// Merging half at once keeps a push O(1) amortised: in-order delivery pops nothing, so the stack
-// stays full, and merging only the oldest two shifted the whole stack (16 KB) on every event.
-const maxSpans = 1024
-
-// spanStack is a suffix-minimum stack of sendSpan entries, oldest first.
-type spanStack []sendSpan
-
-// push records the oldest send time of the packets event delivered.
-func (st *spanStack) push(event uint64, minSent time.Duration) {
-	s := *st
-	for len(s) > 0 && s[len(s)-1].minSent >= minSent {
-		s = s[:len(s)-1]
-	}
-	if len(s) == maxSpans {
-		h := maxSpans / 2
-		s[h].minSent = s[0].minSent
-		s = append(s[:0], s[h:]...)
-	}
-	*st = append(s, sendSpan{event: event, minSent: minSent})
-}
-
-// since returns the oldest send time of the packets delivered by the events after event.
-func (st spanStack) since(event uint64) (time.Duration, bool) {
-	lo, hi := 0, len(st)
-	for lo < hi {
-		m := (lo + hi) / 2
-		if st[m].event > event {
-			hi = m
-		} else {
-			lo = m + 1
-		}
-	}
-	if lo == len(st) {
-		return 0, false
-	}
-	return st[lo].minSent, true
-}
-
-// pushSpan numbers a new event and records the oldest send time of the packets it delivered.
-func (d *deliveryTracker) pushSpan(minSent time.Duration) {
-	d.events++
-	d.spans.push(d.events, minSent)
-}
-
-// sentSince returns the oldest send time of the packets delivered by the events after event:
-// the data counted in a sample whose reference packet left after event was all sent since then.
-func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) { return d.spans.since(event) }
-
 // deliveryEvent accumulates one ACK or NAK's effect (the draft's rate sample rs, §3.3).
 type deliveryEvent struct {
 	priorInFlight  int64
@@ -305,101 +247,6 @@ func (d *deliveryTracker) rtt(fallback time.Duration) (srtt, rttVar time.Duratio
 	return d.srtt, d.rttVar
 }
 
-// imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
-// NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
-// ago — RFC 6298's SRTT + 4·RTTVAR, with the latest RTT sample for SRTT when larger, so that a
-// growing queue lengthens the wait — with a later packet sent that long ago too, and not reported
-// missing, has reached the receiver — though a hole before it may keep every ACK from saying so
-// for a round trip or more. Such a packet no longer counts in the bytes in flight, which the
-// congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
-// or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
-// Retransmissions are never implied: their hole stays open until an ACK closes it.
-func (d *deliveryTracker) imply(t, fallback time.Duration) {
-	old := t - d.implyWait(fallback)
-	k := max(seqno.Offset(d.base, d.impliedFront), 0)
-	last := -1 // the newest old-enough first transmission not yet implied
-	for ; k < d.n; k++ {
-		p := d.at(k)
-		if p.flags&(pktRetrans|pktSkipped) != 0 {
-			continue // a retransmission's send time is ambiguous; a skipped number was never sent
-		}
-		if p.sent > old {
-			break
-		}
-		if last >= 0 {
-			d.implyAt(last)
-		}
-		last = k
-	}
-	if last >= 0 {
-		d.impliedFront = d.base.Add(last)
-	} else if k > 0 && seqno.Offset(d.impliedFront, d.base.Add(k)) > 0 && k == d.n {
-		d.impliedFront = d.base.Add(k)
-	}
-}
-
-// implyWait is how long ago a packet must have been sent for imply to take it out of the flight.
-func (d *deliveryTracker) implyWait(fallback time.Duration) time.Duration {
-	srtt, rttVar := d.rtt(fallback)
-	return max(srtt, d.recentRTT) + 4*rttVar
-}
-
-// implyDue returns when imply will next take a packet out of the flight, if it ever will without
-// new packets sent: once the second first transmission at or after impliedFront is old enough
-// (imply needs a later packet as old as the one it implies). Its rule is time-based, so a sender
-// held back by its window must wake then (RFC 8985 §6.2 arms its reordering timer for the same
-// reason): while a hole holds UDT's cumulative ACK, nothing else would.
-func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool) {
-	seen := 0
-	for k := max(seqno.Offset(d.base, d.impliedFront), 0); k < d.n; k++ {
-		p := d.at(k)
-		if p.flags&(pktRetrans|pktSkipped) != 0 {
-			continue
-		}
-		if seen++; seen == 2 {
-			return p.sent + d.implyWait(fallback), true
-		}
-	}
-	return 0, false
-}
-
-func (d *deliveryTracker) implyAt(k int) {
-	p := d.at(k)
-	if p.flags&pktInFlight == 0 || p.flags&pktEverLost != 0 {
-		return
-	}
-	p.flags = p.flags&^pktInFlight | pktImplied
-	d.inflight -= int64(p.size)
-	d.inflightPkts--
-	if p.flags&pktAcked == 0 {
-		p.flags |= pktAcked
-		d.implied += int64(p.size)
-	}
-}
-
-// lostRepairDue returns when the first unacknowledged packet, a retransmission that the
-// receiver's cumulative ACK still names as missing, will have left more than wait ago (a round
-// trip, its variation, the ACK period and the reordering window): the repair was lost too. A UDT4
-// receiver reports a gap once; without this the hole, and everything after it in both buffers,
-// would wait for a timer or the periodic NAK, about four round trips (RFC 8985's RACK reasons
-// the same way from SACKs; UDT4's cumulative ACK is the evidence here, and only for the lowest
-// hole, since packets above it are acknowledged only once it is repaired).
-//
-// heard is when the peer was last heard from. Only a peer heard from after the repair left can
-// have shown it missing: without that, silence is no evidence (the path may be dead, which the
-// retransmission timer's backoff handles), so the repair is not declared lost again and again.
-// It reports false if that packet is no retransmission in flight.
-func (d *deliveryTracker) lostRepairDue(wait, heard time.Duration) (time.Duration, bool) {
-	if d.n == 0 {
-		return 0, false
-	}
-	p := d.at(0)
-	if p.flags&(pktRetrans|pktInFlight) != pktRetrans|pktInFlight || heard <= p.sent {
-		return 0, false
-	}
-	return p.sent + wait + time.Nanosecond, true // strictly more than wait after it left
-}
-
 // spurious notes that seq, declared lost, was not: an ACK covered it before its resend left, or
 // sooner after the resend than the resend could have arrived (reorder.go). The event reports the
 // bytes (Delivery.Spurious) so a controller can undo what the loss made it do, and C.lost no
@@ -475,23 +322,6 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	}
 }
 
-// deliveryRank orders the packets an event delivers as a sample's reference: 2 for an original
-// transmission acknowledged in time, 1 for a retransmission acknowledged in time that the
-// receiver reported missing (its earlier copies were lost, so its ACK dates its own delivery; the
-// draft and Linux's tcp_rate.c take samples from retransmissions, and BBR drops any whose
-// interval is shorter than the min RTT, the mark of a spurious one), 0 for the rest, which give
-// no sample: a late packet (its ACK does not date its delivery), a blind or spurious resend (an
-// earlier copy may be the one that arrived).
-func deliveryRank(f uint16) int {
-	switch {
-	case f&(pktLate|pktBlind|pktSpurious) != 0:
-		return 0
-	case f&pktRetrans != 0:
-		return 1
-	}
-	return 2
-}
-
 // onCumAck delivers every packet before ack and drops their records. An ack beyond the last
 // record (which the engine's validation excludes) drops them all and moves base to ack.
 //
@@ -551,35 +381,6 @@ func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
 		// imply would skip the next 2^30 packets.
 		d.impliedFront = ack
 	}
-}
-
-// lateBatch is the late-acknowledged packets of one cumulative ACK: bytes, dated uniformly over
-// [from, to] (departure + expected round trip).
-type lateBatch struct {
-	event    uint64
-	from, to time.Duration
-	bytes    int64
-}
-
-// maxLateBatches bounds the batches kept: more holes than this repaired within one sample's
-// window (about a round trip) leave the oldest batches' packets counted (the sample errs high
-// only on a path losing a packet in every few of a flight).
-const maxLateBatches = 64
-
-// lateBefore returns the bytes of the late batches reported by events after event that are dated
-// at or before w: delivered before a sample window that begins at w.
-func (d *deliveryTracker) lateBefore(event uint64, w time.Duration) int64 {
-	var n int64
-	for i := len(d.late) - 1; i >= 0 && d.late[i].event > event; i-- {
-		lb := &d.late[i]
-		switch {
-		case lb.to <= w:
-			n += lb.bytes
-		case lb.from < w:
-			n += int64(float64(lb.bytes) * float64(w-lb.from) / float64(lb.to-lb.from))
-		}
-	}
-	return n
 }
 
 // onLost declares [first, last] lost (queued for retransmission). Packets already delivered or

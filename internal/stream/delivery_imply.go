@@ -1,0 +1,105 @@
+package stream
+
+import (
+	"time"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
+
+// What the delivery tracker (delivery.go) infers from time and silence: arrivals that no report
+// contradicts (imply) and repairs that must have been lost (lostRepairDue).
+
+// imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
+// NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
+// ago — RFC 6298's SRTT + 4·RTTVAR, with the latest RTT sample for SRTT when larger, so that a
+// growing queue lengthens the wait — with a later packet sent that long ago too, and not reported
+// missing, has reached the receiver — though a hole before it may keep every ACK from saying so
+// for a round trip or more. Such a packet no longer counts in the bytes in flight, which the
+// congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
+// or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
+// Retransmissions are never implied: their hole stays open until an ACK closes it.
+func (d *deliveryTracker) imply(t, fallback time.Duration) {
+	old := t - d.implyWait(fallback)
+	k := max(seqno.Offset(d.base, d.impliedFront), 0)
+	last := -1 // the newest old-enough first transmission not yet implied
+	for ; k < d.n; k++ {
+		p := d.at(k)
+		if p.flags&(pktRetrans|pktSkipped) != 0 {
+			continue // a retransmission's send time is ambiguous; a skipped number was never sent
+		}
+		if p.sent > old {
+			break
+		}
+		if last >= 0 {
+			d.implyAt(last)
+		}
+		last = k
+	}
+	if last >= 0 {
+		d.impliedFront = d.base.Add(last)
+	} else if k > 0 && seqno.Offset(d.impliedFront, d.base.Add(k)) > 0 && k == d.n {
+		d.impliedFront = d.base.Add(k)
+	}
+}
+
+// implyWait is how long ago a packet must have been sent for imply to take it out of the flight.
+func (d *deliveryTracker) implyWait(fallback time.Duration) time.Duration {
+	srtt, rttVar := d.rtt(fallback)
+	return max(srtt, d.recentRTT) + 4*rttVar
+}
+
+// implyDue returns when imply will next take a packet out of the flight, if it ever will without
+// new packets sent: once the second first transmission at or after impliedFront is old enough
+// (imply needs a later packet as old as the one it implies). Its rule is time-based, so a sender
+// held back by its window must wake then (RFC 8985 §6.2 arms its reordering timer for the same
+// reason): while a hole holds UDT's cumulative ACK, nothing else would.
+func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool) {
+	seen := 0
+	for k := max(seqno.Offset(d.base, d.impliedFront), 0); k < d.n; k++ {
+		p := d.at(k)
+		if p.flags&(pktRetrans|pktSkipped) != 0 {
+			continue
+		}
+		if seen++; seen == 2 {
+			return p.sent + d.implyWait(fallback), true
+		}
+	}
+	return 0, false
+}
+
+func (d *deliveryTracker) implyAt(k int) {
+	p := d.at(k)
+	if p.flags&pktInFlight == 0 || p.flags&pktEverLost != 0 {
+		return
+	}
+	p.flags = p.flags&^pktInFlight | pktImplied
+	d.inflight -= int64(p.size)
+	d.inflightPkts--
+	if p.flags&pktAcked == 0 {
+		p.flags |= pktAcked
+		d.implied += int64(p.size)
+	}
+}
+
+// lostRepairDue returns when the first unacknowledged packet, a retransmission that the
+// receiver's cumulative ACK still names as missing, will have left more than wait ago (a round
+// trip, its variation, the ACK period and the reordering window): the repair was lost too. A UDT4
+// receiver reports a gap once; without this the hole, and everything after it in both buffers,
+// would wait for a timer or the periodic NAK, about four round trips (RFC 8985's RACK reasons
+// the same way from SACKs; UDT4's cumulative ACK is the evidence here, and only for the lowest
+// hole, since packets above it are acknowledged only once it is repaired).
+//
+// heard is when the peer was last heard from. Only a peer heard from after the repair left can
+// have shown it missing: without that, silence is no evidence (the path may be dead, which the
+// retransmission timer's backoff handles), so the repair is not declared lost again and again.
+// It reports false if that packet is no retransmission in flight.
+func (d *deliveryTracker) lostRepairDue(wait, heard time.Duration) (time.Duration, bool) {
+	if d.n == 0 {
+		return 0, false
+	}
+	p := d.at(0)
+	if p.flags&(pktRetrans|pktInFlight) != pktRetrans|pktInFlight || heard <= p.sent {
+		return 0, false
+	}
+	return p.sent + wait + time.Nanosecond, true // strictly more than wait after it left
+}
