@@ -22,14 +22,16 @@ import "time"
 type Delivery struct {
 	// Delivered is the number of bytes delivered over Interval: the sample's numerator. 0 means
 	// the event gave no valid sample: nothing newly delivered, or the reference packet was
-	// resent without the receiver having reported it missing (a timer's resend: which copy
-	// arrived is ambiguous) or acknowledged later than a round trip plus the ACK period after it
-	// left (it waited behind a hole, so its ACK does not date its delivery). Packets acknowledged
-	// that late are not counted in any sample's numerator either.
+	// resent without the receiver having reported it missing since (a timer's resend: which copy
+	// arrived is ambiguous), was a resend shown spurious, or was acknowledged later than a round
+	// trip plus the ACK period after it left (it waited behind a hole, so its ACK does not date
+	// its delivery). Packets acknowledged that late count only in a sample whose window holds
+	// their estimated arrival (departure + SRTT), and never in a Repair sample.
 	Delivered int64
-	// Interval is the sample's denominator, the larger of the send and ACK intervals of the
-	// draft (§3.3) and of the time over which this event's newly delivered packets were sent. It
-	// is positive whenever Delivered is.
+	// Interval is the sample's denominator: the largest of the draft's send and ACK intervals
+	// (§3.3; for a Repair sample the ACK interval starts no earlier than the previous repair's
+	// ACK) and the span of departures of everything the sample counts. It is positive whenever
+	// Delivered is.
 	Interval time.Duration
 	// AppLimited reports that the sample's reference packet was sent while the sender was
 	// application-limited (no data to send, or held back by the peer's flow window, not by the
@@ -37,11 +39,14 @@ type Delivery struct {
 	AppLimited bool
 	// Repair reports that the sample's reference packet is a retransmission of a packet the
 	// receiver reported missing (the event delivered no original transmission in time). Its
-	// delivery is dated by its ACK, as in the draft and Linux's tcp_rate.c, but UDT's cumulative
-	// ACK stops at the next hole, so what arrived beyond it during the sample is not counted yet:
-	// the sample may understate the path, like an application-limited one. It is what a sender
-	// that sends nothing but repairs (a long loss list) measures; without it such a sender's
-	// model could not move until the list was worked off.
+	// delivery is dated by its ACK, as Linux's tcp_rate.c dates a retransmitted segment's, but
+	// UDT's cumulative ACK stops at the next hole, so what arrived beyond it during the sample is
+	// not counted yet: the sample may understate the path, like an application-limited one, and
+	// a controller that does not check Repair takes it at face value. Like any sample it may also
+	// read up to a packet per min RTT high, and more if its original was in fact only late and
+	// the resend is not detected as spurious (Linux accepts the same error to keep measuring
+	// during heavy loss). It is what a sender that sends nothing but repairs (a long loss list)
+	// measures; without it such a sender's model could not move until the list was worked off.
 	Repair bool
 	// RTT is the round-trip time of the newest packet this event delivered that was never
 	// retransmitted (Karn's rule): from its departure to this event. 0 if there is none.

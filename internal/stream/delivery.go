@@ -40,7 +40,7 @@ const (
 	pktSpurious                      // declared lost, then shown not to be (spurious)
 	pktAcked                         // counted in a Delivery.NewlyAcked: known or implied received
 	pktSkipped                       // a given-up message's number, never sent (skip, message.go)
-	pktBlind                         // resent without the receiver's report of its loss: any copy may be the one delivered
+	pktBlind                         // resent without the receiver's report of its loss since: any copy may be the one delivered
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -77,6 +77,8 @@ type deliveryTracker struct {
 	lost            int64         // C.lost, bytes
 	late            []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
 	lateBytes       int64         // C.late: bytes acknowledged late so far (a repair's sample leaves them all out)
+	newestSent      time.Duration // the latest departure of a packet delivered so far
+	newestOnTime    time.Duration // … of one not acknowledged late
 	deliveredTime   time.Duration // C.delivered_time: when the highest known received advanced
 	repairTime      time.Duration // when a retransmission was last delivered in time (a repair's ACK dates it)
 	highest         seqno.Seq     // the highest sequence number known received
@@ -280,6 +282,10 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		d.inflightPkts--
 	}
 	d.delivered += int64(p.size)
+	d.newestSent = max(d.newestSent, p.sent)
+	if p.flags&pktLate == 0 {
+		d.newestOnTime = max(d.newestOnTime, p.sent)
+	}
 	ev := &d.ev
 	ev.newlyDelivered += int64(p.size)
 	if p.flags&pktAcked == 0 {
@@ -398,7 +404,9 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 		case p.flags&pktImplied == 0:
 			continue // delivered, or declared lost already
 		}
-		p.flags = p.flags&^(pktInFlight|pktImplied) | pktLost
+		// The receiver's report (or the cumulative ACK's, lostRepairDue) makes the next resend
+		// a repair again even after a blind one; go-back-N marks its losses blind afterwards.
+		p.flags = p.flags&^(pktInFlight|pktImplied|pktBlind) | pktLost
 		d.lost += int64(p.size)
 		d.ev.newlyLost += int64(p.size)
 		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
@@ -498,7 +506,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			// packets delivered long before, and their send times show it.
 			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.maxSent-ev.minSent)
 			if oldest, ok := d.sentSince(ev.refEvent); ok {
-				interval = max(interval, ev.refSent-oldest)
+				interval = max(interval, max(ev.refSent, d.newestSent)-oldest)
 			}
 			delivered := d.delivered - ev.refDelivered - d.lateBefore(ev.refEvent, ev.refDeliveredAt)
 			if delivered > 0 && interval > 0 {
@@ -511,7 +519,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			// counts was sent.
 			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.spanMax-ev.spanMin)
 			if oldest, ok := d.onTime.since(ev.refEvent); ok {
-				interval = max(interval, ev.refSent-oldest)
+				interval = max(interval, max(ev.refSent, d.newestOnTime)-oldest)
 			}
 			delivered := d.delivered - ev.refDelivered - (d.lateBytes - ev.refLate)
 			if delivered > 0 && interval > 0 {

@@ -66,11 +66,11 @@ func (d *deliveryTracker) sentSince(event uint64) (time.Duration, bool) { return
 
 // deliveryRank orders the packets an event delivers as a sample's reference: 2 for an original
 // transmission acknowledged in time, 1 for a retransmission acknowledged in time that the
-// receiver reported missing (its earlier copies were lost, so its ACK dates its own delivery; the
-// draft and Linux's tcp_rate.c take samples from retransmissions, and BBR drops any whose
-// interval is shorter than the min RTT, the mark of a spurious one), 0 for the rest, which give
-// no sample: a late packet (its ACK does not date its delivery), a blind or spurious resend (an
-// earlier copy may be the one that arrived).
+// receiver reported missing since its last blind resend (its earlier copies were lost, so its ACK
+// dates its own delivery; Linux's tcp_rate.c samples retransmitted segments too, dropping samples
+// shorter than the min RTT, as BBR here does, and accepting that a spurious one may read high), 0
+// for the rest, which give no sample: a late packet (its ACK does not date its delivery), a blind
+// resend or one shown spurious (an earlier copy may be the one that arrived).
 func deliveryRank(f uint16) int {
 	switch {
 	case f&(pktLate|pktBlind|pktSpurious) != 0:
