@@ -18,20 +18,34 @@ import "time"
 // the burst of packets it releases look like bandwidth.
 //
 // Byte counts are whole datagrams (UDT header and payload, without the 28 bytes of IP and UDP
-// header), as a bottleneck queue sees them; conn's MSS−28 for full-size packets.
+// header), as a bottleneck queue sees them: PacketSize for full-size packets. A rate taken from
+// Delivered/Interval is in these bytes per second (Params.MSS and Fixed's rates include the 28).
+//
+// The sample's reference packet is the one whose departure opens its window (the rate-estimation
+// draft's most recently sent packet among those the event delivered): an original transmission
+// acknowledged in time if the event delivered one, else a Repair. A packet acknowledged later
+// than the tracker's SRTT plus UDT's 10 ms ACK period after it left (it waited behind a hole), a
+// resend the receiver never reported missing, and a resend shown spurious are never the
+// reference; an event that delivered only such packets gives no sample (Delivered 0), though
+// PriorDelivered, TxInFlight, LostSinceSent and AppLimited still describe the packet that opens
+// the event's round-trip accounting.
+//
+// A controller should drop samples whose Interval is shorter than its min RTT, as BBR does (the
+// rate-estimation draft, §3.3: ACKs compressed closer than the path delivers); after that, a
+// sample reads at most about one PacketSize per min RTT above the bottleneck (the count is whole
+// packets: TestDeliverySamplesNeverExceedTheBottleneck in internal/stream), unless it is a
+// Repair whose original was only late (see Repair).
 type Delivery struct {
 	// Delivered is the number of bytes delivered over Interval: the sample's numerator. 0 means
-	// the event gave no valid sample: nothing newly delivered, or the reference packet was
-	// resent without the receiver having reported it missing since (a timer's resend: which copy
-	// arrived is ambiguous), was a resend shown spurious, or was acknowledged later than a round
-	// trip plus the ACK period after it left (it waited behind a hole, so its ACK does not date
-	// its delivery). Packets acknowledged that late count only in a sample whose window holds
-	// their estimated arrival (departure + SRTT), and never in a Repair sample.
+	// the event gave no valid sample: it delivered nothing, or no packet that can be the
+	// reference (above), or the late packets left out cancelled what it counted. Packets
+	// acknowledged late count only in a sample whose time span holds their estimated arrival
+	// (departure + SRTT), and never in a Repair sample.
 	Delivered int64
-	// Interval is the sample's denominator: the largest of the draft's send and ACK intervals
-	// (§3.3; for a Repair sample the ACK interval starts no earlier than the previous repair's
-	// ACK) and the span of departures of everything the sample counts. It is positive whenever
-	// Delivered is.
+	// Interval is the sample's denominator: the largest of the rate-estimation draft's send and
+	// ACK intervals (§3.3; for a Repair sample the ACK interval starts no earlier than the
+	// previous repair's ACK) and the span of departures of everything the sample counts. It is
+	// positive whenever Delivered is.
 	Interval time.Duration
 	// AppLimited reports that the sample's reference packet was sent while the sender was
 	// application-limited (no data to send, or held back by the peer's flow window, not by the
@@ -41,12 +55,14 @@ type Delivery struct {
 	// receiver reported missing (the event delivered no original transmission in time). Its
 	// delivery is dated by its ACK, as Linux's tcp_rate.c dates a retransmitted segment's, but
 	// UDT's cumulative ACK stops at the next hole, so what arrived beyond it during the sample is
-	// not counted yet: the sample may understate the path, like an application-limited one, and
-	// a controller that does not check Repair takes it at face value. Like any sample it may also
-	// read up to a packet per min RTT high, and more if its original was in fact only late and
-	// the resend is not detected as spurious (Linux accepts the same error to keep measuring
-	// during heavy loss). It is what a sender that sends nothing but repairs (a long loss list)
-	// measures; without it such a sender's model could not move until the list was worked off.
+	// not counted yet: the sample may understate the path. Treat it as an application-limited
+	// one: let it raise a bandwidth estimate, never lower one or count as evidence of a plateau
+	// (BBR does so). It may also read high, if its original was in fact only late and the resend
+	// was not detected as spurious (Linux accepts the same error to keep measuring during heavy
+	// loss). Repair implies Delivered > 0; RTT comes only from original packets (Karn's rule), so
+	// it is usually 0 in such events; AppLimited may be set as well. It is what a sender that
+	// sends nothing but repairs (a long loss list) measures; without it such a sender's model
+	// could not move until the list was worked off.
 	Repair bool
 	// RTT is the round-trip time of the newest packet this event delivered that was never
 	// retransmitted (Karn's rule): from its departure to this event. 0 if there is none.

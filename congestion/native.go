@@ -131,8 +131,9 @@ func NewNative(opts ...NativeOption) *Native {
 	return n
 }
 
-// NativeFactory returns a Factory of native controllers with the given options. The default
-// controller of a connection is NativeFactory().
+// NativeFactory returns a Factory of native controllers (UDT 4.11's DAIMD, for compatibility
+// experiments) with the given options. The default controller of a connection is BBR's
+// (BBRFactory()).
 func NativeFactory(opts ...NativeOption) Factory {
 	return func() Controller { return NewNative(opts...) }
 }

@@ -100,7 +100,8 @@ type Config struct {
 	// comparisons; default off (late packets catch up in bounded bursts).
 	StrictPacing bool
 
-	// Congestion makes the congestion controller of each connection. Default: congestion.BBR, a
+	// Congestion makes the congestion controller of each connection. Default (nil):
+	// congestion.BBRFactory(), a
 	// model-based controller (BBRv3-style, from the sender's own delivery-rate samples) that
 	// takes random loss below the path's congestion level for what it is. UDT 4.11's native
 	// DAIMD (congestion.NativeFactory) is there for compatibility experiments.
