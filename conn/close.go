@@ -71,6 +71,7 @@ func (c *Conn) Close() error {
 // peer's process exits or its application closes without reading, they are lost. A protocol
 // that needs to know its data was processed must have the peer answer.
 func (c *Conn) CloseContext(ctx context.Context) error {
+	checkContext(ctx)
 	c.Close()
 	select {
 	case <-c.finished:

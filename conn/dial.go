@@ -22,13 +22,16 @@ func Dial(network, address string, cfg *Config) (*Conn, error) {
 	return DialContext(context.Background(), network, address, cfg)
 }
 
-// DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err().
+// DialContext is Dial with a context: cancelling ctx aborts the handshake with ctx.Err(). As
+// for the net package's, ctx must be non-nil (here and in every function of this package that
+// takes a context: it panics otherwise).
 // The connection opens its own UDP socket of the peer's family on the wildcard address and an
 // ephemeral port; its LocalAddr is that port at the source address the OS routes to the peer
 // from, as net.DialUDP's is (127.0.0.1 for a loopback peer, not [::]), or the wildcard where
 // that lookup fails. To choose the local address, dial over your own socket with
 // DialPacketContext.
 func DialContext(ctx context.Context, network, address string, cfg *Config) (*Conn, error) {
+	checkContext(ctx)
 	r, err := cfg.resolved()
 	if err != nil {
 		return nil, opError("dial", nil, nil, err)
@@ -110,6 +113,7 @@ func packetMux(op string, pc net.PacketConn, raddr net.Addr, cfg *Config) (*mux,
 // changes on pc what NewListener does (UDP_GRO and SO_TIMESTAMPNS on Linux) and leaves its
 // buffer sizes alone.
 func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
+	checkContext(ctx)
 	m, ua, r, err := packetMux("dial", pc, raddr, cfg)
 	if err != nil {
 		return nil, err
@@ -343,6 +347,7 @@ func checkResponse(hs *packet.Handshake, isn uint32, cfg *Config) (connParams, e
 // sockets that share a port do (UDT_REUSEADDR, spec §3.1): the connection uses the listener's
 // multiplexer, pacer and Config. network is "udp", "udp4" or "udp6".
 func (l *Listener) DialContext(ctx context.Context, network, address string) (*Conn, error) {
+	checkContext(ctx)
 	if err := checkNetwork(network); err != nil {
 		return nil, opError("dial", l.mux.local, nil, err)
 	}
@@ -355,4 +360,12 @@ func (l *Listener) DialContext(ctx context.Context, network, address string) (*C
 	}
 	defer l.mux.release() // dial takes its own reference
 	return dial(ctx, l.mux, raddr, &l.cfg)
+}
+
+// checkContext panics on a nil ctx, as the net package's DialContext does: a nil context is a
+// programming error, and dereferencing it later says so less clearly.
+func checkContext(ctx context.Context) {
+	if ctx == nil {
+		panic("udt: nil context")
+	}
 }

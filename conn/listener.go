@@ -114,6 +114,7 @@ func (l *Listener) Accept() (net.Conn, error) { return l.AcceptUDT(context.Backg
 
 // AcceptUDT is Accept returning the *Conn, with a context that can cancel the wait.
 func (l *Listener) AcceptUDT(ctx context.Context) (*Conn, error) {
+	checkContext(ctx)
 	select {
 	case c := <-l.acceptq:
 		return c, nil

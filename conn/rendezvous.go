@@ -46,6 +46,7 @@ import (
 // *net.OpError. The socket is closed with the connection. To run several rendezvous (and
 // connections of other kinds) over one socket, use Listener.Rendezvous.
 func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) (*Conn, error) {
+	checkContext(ctx)
 	r, err := cfg.resolved()
 	if err != nil {
 		return nil, opError("rendezvous", nil, nil, err)
@@ -78,6 +79,7 @@ func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) 
 // RendezvousPacket is Rendezvous over a caller's PacketConn, which stays open after the
 // connection closes and must not be read by anyone else while the connection lives.
 func RendezvousPacket(ctx context.Context, pc net.PacketConn, raddr net.Addr, cfg *Config) (*Conn, error) {
+	checkContext(ctx)
 	m, ua, r, err := packetMux("rendezvous", pc, raddr, cfg)
 	if err != nil {
 		return nil, err
@@ -90,6 +92,7 @@ func RendezvousPacket(ctx context.Context, pc net.PacketConn, raddr net.Addr, cf
 // it. The connection uses the Listener's Config; its HandshakeTimeout bounds the rendezvous (30 s
 // if it was unset).
 func (l *Listener) Rendezvous(ctx context.Context, network, address string) (*Conn, error) {
+	checkContext(ctx)
 	if err := checkNetwork(network); err != nil {
 		return nil, opError("rendezvous", l.mux.local, nil, err)
 	}
