@@ -111,8 +111,10 @@ type Delivery struct {
 	// CwndLimited reports that the congestion window held the sender back since the previous
 	// event (the draft-ietf-ccwg-bbr-01 is_cwnd_limited).
 	CwndLimited bool
-	// PacketSize is the size in bytes of a full data packet on this connection (MSS − 28): the
-	// unit in which State.Window counts.
+	// PacketSize is the size in bytes of a full data packet on this connection now: the size
+	// the sender cuts packets at, MSS − 28 once the path MTU is known (smaller before path-MTU
+	// discovery confirms it, or after a black hole): the unit in which to turn byte counts into
+	// State.Window's packets.
 	PacketSize int
 }
 
@@ -121,7 +123,8 @@ type Delivery struct {
 // that delivered or declared lost some data, or changed the bytes in flight, before the event's
 // OnACK or OnLoss; and whenever it infers arrivals or declares losses between them (a release or
 // a timer), in events that carry no rate sample, RTT or NewlyDelivered (see NewlyAcked). For such
-// a controller the congestion window bounds the packets in flight in the sense of
+// a controller the congestion window (State.Window, in packets: divide byte counts by
+// Delivery.PacketSize) bounds the packets in flight in the sense of
 // Delivery.InFlight (packets neither delivered, implied nor declared lost), while the flow window
 // still bounds the packets sent and not cumulatively acknowledged (the peer buffers them).
 type DeliveryController interface {
