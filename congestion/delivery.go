@@ -111,10 +111,10 @@ type Delivery struct {
 	// CwndLimited reports that the congestion window held the sender back since the previous
 	// event (the draft-ietf-ccwg-bbr-01 is_cwnd_limited).
 	CwndLimited bool
-	// PacketSize is the size in bytes of a full data packet on this connection now: the size
-	// the sender cuts packets at, MSS − 28 once the path MTU is known (smaller before path-MTU
-	// discovery confirms it, or after a black hole): the unit in which to turn byte counts into
-	// State.Window's packets.
+	// PacketSize is the size in bytes of a full data packet on this connection now, the size
+	// the sender cuts packets at: a conservative base until path-MTU discovery confirms more, up
+	// to MSS − 28, and less again after a black hole. It is the unit in which to turn byte counts
+	// into State.Window's packets.
 	PacketSize int
 }
 
