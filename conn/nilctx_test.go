@@ -20,6 +20,18 @@ func TestNilContextPanics(t *testing.T) {
 			var l Listener
 			l.AcceptUDT(nilCtx)
 		},
+		"Listener.DialContext": func() {
+			var l Listener
+			l.DialContext(nilCtx, "udp", "127.0.0.1:9")
+		},
+		"Listener.Rendezvous": func() {
+			var l Listener
+			l.Rendezvous(nilCtx, "udp", "127.0.0.1:9")
+		},
+		"Conn.CloseContext": func() {
+			var c Conn
+			c.CloseContext(nilCtx)
+		},
 	} {
 		func() {
 			defer func() {

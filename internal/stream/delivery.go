@@ -120,11 +120,8 @@ type deliveryEvent struct {
 	refTxInFlight  int64
 	refFlags       uint16
 	refEvent       uint64
-	minSent        time.Duration // send-time span of the newly delivered packets
-	maxSent        time.Duration
-	hasSpan        bool          // spanMin and spanMax are set
-	spanMin        time.Duration // … of those not acknowledged late (a repair's sample counts only them)
-	spanMax        time.Duration
+	sent           sendRange     // departures of the newly delivered packets
+	onTime         sendRange     // … of those not acknowledged late (a repair's sample counts only them)
 	refLate        int64         // the reference's lateAt
 	hasRTT         bool          // rttSent is set
 	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
@@ -292,17 +289,9 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		p.flags |= pktAcked
 		ev.newlyAcked += int64(p.size)
 	}
-	if ev.newlyDelivered == int64(p.size) {
-		ev.minSent, ev.maxSent = p.sent, p.sent
-	} else {
-		ev.minSent, ev.maxSent = min(ev.minSent, p.sent), max(ev.maxSent, p.sent)
-	}
+	ev.sent.add(p.sent)
 	if p.flags&pktLate == 0 {
-		if !ev.hasSpan {
-			ev.spanMin, ev.spanMax, ev.hasSpan = p.sent, p.sent, true
-		} else {
-			ev.spanMin, ev.spanMax = min(ev.spanMin, p.sent), max(ev.spanMax, p.sent)
-		}
+		ev.onTime.add(p.sent)
 	}
 	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
 		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
@@ -457,7 +446,7 @@ func (d *deliveryTracker) onNAKFrontier(frontier seqno.Seq, named func(seqno.Seq
 // Packets sent after the head's latest transmission never restart it, so a head whose repairs
 // keep being lost does not keep the timer off for ever.
 func (d *deliveryTracker) sackedBeforeHead() bool {
-	return d.n > 0 && d.ev.newlyDelivered > 0 && d.ev.minSent <= d.at(0).sent
+	return d.n > 0 && d.ev.sent.any && d.ev.sent.first <= d.at(0).sent
 }
 
 // sample ends the event and returns it as a congestion.Delivery; ok is false when the event
@@ -493,9 +482,9 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		s.TxInFlight = ev.refTxInFlight
 		s.LostSinceSent = d.lost - ev.refLost
 		s.AppLimited = ev.refFlags&pktAppLimited != 0
-		d.pushSpan(ev.minSent)
-		if ev.hasSpan {
-			d.onTime.push(d.events, ev.spanMin)
+		d.pushSpan(ev.sent.first)
+		if ev.onTime.any {
+			d.onTime.push(d.events, ev.onTime.first)
 		} else {
 			d.onTime.push(d.events, t) // nothing on time: bounds no repair's sample
 		}
@@ -504,7 +493,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			// The draft's interval, max(send elapsed, ACK elapsed), and the span over which
 			// everything counted was sent: a cumulative ACK that jumps a repaired hole counts
 			// packets delivered long before, and their send times show it.
-			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.maxSent-ev.minSent)
+			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.sent.length())
 			if oldest, ok := d.sentSince(ev.refEvent); ok {
 				interval = max(interval, max(ev.refSent, d.newestSent)-oldest)
 			}
@@ -517,7 +506,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 			// its ACKs jump arrived long before, and their departures would stretch its window
 			// to the hole's age), so its interval is the draft's and the span over which what it
 			// counts was sent.
-			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.spanMax-ev.spanMin)
+			interval := max(ev.refSent-ev.refFirst, t-ev.refDeliveredAt, ev.onTime.length())
 			if oldest, ok := d.onTime.since(ev.refEvent); ok {
 				interval = max(interval, max(ev.refSent, d.newestOnTime)-oldest)
 			}

@@ -6,6 +6,23 @@ import "time"
 // (deliveryRank), the oldest departure of what it counts (the suffix-minimum stacks), and the
 // packets a repaired hole released that arrived before it began (the late batches).
 
+// sendRange is the span of departures of a set of packets (an event's newly delivered ones).
+type sendRange struct {
+	first, last time.Duration
+	any         bool // a packet was added
+}
+
+func (r *sendRange) add(t time.Duration) {
+	if !r.any {
+		r.first, r.last, r.any = t, t, true
+		return
+	}
+	r.first, r.last = min(r.first, t), max(r.last, t)
+}
+
+// length is the time from the first departure to the last (0 for none or one).
+func (r sendRange) length() time.Duration { return r.last - r.first }
+
 // sendSpan is one entry of the suffix-minimum stack: minSent is the oldest send time of the
 // packets delivered by event and every later event (the entries below it in the stack are older
 // and reach further back).
