@@ -2,6 +2,7 @@ package conn
 
 import (
 	"context"
+	"encoding/binary"
 	"io"
 	"math/rand/v2"
 	"sync"
@@ -17,8 +18,9 @@ import (
 // the 100-byte echo: about 1000 exchanges per second in all, a light load (a keep-alive-like
 // RPC per connection), so that the figures show what the bulk transfer does to the others rather
 // than the CPU limit of a 2-vCPU machine running both ends. It reports the exchanges' round-trip
-// latency (p50, p99, max in µs, from Write to the end of the answer's Read), their rate, the bulk
-// connection's goodput, and the process's CPU. The 999 clients share one socket (a second
+// latency (p50, p99, max in µs, from Write to the end of the answer's Read, and the p50 and p99
+// of its two legs: "request" until the server's Read returned it, "answer" from then on), their
+// rate, the bulk connection's goodput, and the process's CPU. The 999 clients share one socket (a second
 // Listener's, as in BenchmarkIdleConnections); the bulk client has its own. Each iteration
 // measures one round of 1 s; use -benchtime 10x or more.
 //
@@ -36,6 +38,7 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 		msg    = 100
 		period = time.Second
 	)
+	epoch := time.Now()
 	ln, err := Listen("udp", "127.0.0.1:0", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -73,6 +76,9 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 			if _, err := io.ReadFull(c, buf[:msg]); err != nil {
 				return
 			}
+			// When the request was read, for the split of the round trip into its two legs
+			// (one process, so one monotonic clock).
+			binary.LittleEndian.PutUint64(buf[:8], uint64(time.Since(epoch)))
 			if _, err := c.Write(buf[:msg]); err != nil {
 				return
 			}
@@ -134,8 +140,9 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 	time.Sleep(time.Second) // the bulk transfer reaches its rate; the handshakes' timers settle
 
 	type sample struct {
-		at  time.Time
-		rtt time.Duration
+		at       time.Time
+		rtt      time.Duration
+		req, ans time.Duration // the legs: until the server read the request, and from then on
 	}
 	perClient := make([][]sample, len(clients))
 	for i, c := range clients {
@@ -160,7 +167,10 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 				if _, err := io.ReadFull(c, resp); err != nil {
 					return
 				}
-				perClient[i] = append(perClient[i], sample{start, time.Since(start)})
+				rtt := time.Since(start)
+				read := epoch.Add(time.Duration(binary.LittleEndian.Uint64(resp[:8])))
+				req := read.Sub(start)
+				perClient[i] = append(perClient[i], sample{start, rtt, req, rtt - req})
 			}
 		}()
 	}
@@ -180,11 +190,13 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 	bulk.Close()
 	wg.Wait()
 
-	var lat []time.Duration
+	var lat, reqs, answers []time.Duration
 	for _, samples := range perClient { // complete: every client goroutine has ended
 		for _, s := range samples {
 			if !s.at.Before(start) && s.at.Before(start.Add(el)) {
 				lat = append(lat, s.rtt)
+				reqs = append(reqs, s.req)
+				answers = append(answers, s.ans)
 			}
 		}
 	}
@@ -192,6 +204,8 @@ func benchManyConnections(b *testing.B, withBulk bool) {
 		b.Logf("only %d exchanges in %v, want about %d: the clients fell behind", len(lat), el, want)
 	}
 	reportQuantiles(b, lat, "exchange")
+	reportQuantiles(b, reqs, "request")
+	reportQuantiles(b, answers, "answer")
 	if len(lat) > 0 {
 		b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "exchange-max-µs")
 	}
