@@ -20,9 +20,9 @@ import (
 // than the CPU limit of a 2-vCPU machine running both ends. It reports the exchanges' round-trip
 // latency (p50, p99, max in µs, from Write to the end of the answer's Read, and the p50 and p99
 // of its two legs: "request" until the server's Read returned it, "answer" from then on), their
-// rate, the bulk connection's goodput, and the process's CPU. The 999 clients share one socket (a second
-// Listener's, as in BenchmarkIdleConnections); the bulk client has its own. Each iteration
-// measures one round of 1 s; use -benchtime 10x or more.
+// rate, the bulk connection's goodput, and the process's CPU. The 999 clients share one socket
+// (a second Listener's, as in BenchmarkIdleConnections); the bulk client has its own. Each
+// iteration measures one round of 1 s; use -benchtime 10x or more.
 //
 // Variants: "bulk" with the default Config, and "idle-bulk" with the bulk connection open but
 // silent (the exchanges alone). Each variant waits until all its connections are over, so that
