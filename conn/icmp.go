@@ -81,13 +81,18 @@ func (m *mux) report(r *udpio.Report, now time.Time) {
 	dst := binary.BigEndian.Uint32(head[12:16])
 	if dst == 0 { // a handshake request of ours: a Dial's
 		var hs packet.Handshake
-		if r.Errno != syscall.ECONNREFUSED || !isHandshake(head) || hs.Decode(head) != nil || hs.ReqType <= 0 {
+		// Either request of a Dial: the first (type 1) or the one echoing the cookie (type −1,
+		// spec §3.2 step 3), whose refusal means the listener's socket went away between its two
+		// answers. A rendezvous (type 0, and −1 from a rendezvous dialer) expects refusals
+		// while its peer is not up yet, so it never fails on one.
+		if r.Errno != syscall.ECONNREFUSED || !isHandshake(head) || hs.Decode(head) != nil ||
+			(hs.ReqType != packet.ReqConnect && hs.ReqType != packet.ReqResponse) {
 			return
 		}
 		m.mu.RLock()
 		d := m.dialers[hs.SocketID]
 		m.mu.RUnlock()
-		if d != nil && d.peer == r.To && d.isn == hs.ISN {
+		if d != nil && d.early == nil && d.peer == r.To && d.isn == hs.ISN {
 			d.fail(refusedError{})
 		}
 		return

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +62,51 @@ func TestDialRefused(t *testing.T) {
 			check(t, c, err, time.Since(t0))
 		})
 	}
+}
+
+// closeAfterFirstWrite is a listener's socket that closes right after its first datagram out.
+type closeAfterFirstWrite struct {
+	net.PacketConn
+	once sync.Once
+}
+
+func (p *closeAfterFirstWrite) WriteTo(b []byte, a net.Addr) (int, error) {
+	n, err := p.PacketConn.WriteTo(b, a)
+	p.once.Do(func() { p.PacketConn.Close() })
+	return n, err
+}
+
+// TestDialRefusedAfterCookie: when the listener's socket goes away between its cookie reply and
+// the Dial's second request (the one echoing the cookie, type −1), the host's port unreachable
+// for that request fails the Dial at once with ECONNREFUSED, as for the first request, instead of
+// after the 3 s handshake timeout (found by a new user's check: only type-1 requests counted).
+func TestDialRefusedAfterCookie(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ICMP error reports are read on Linux only")
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Skip(err)
+	}
+	ln, err := NewListener(&closeAfterFirstWrite{PacketConn: pc}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	t0 := time.Now()
+	c, err := Dial("udp4", pc.LocalAddr().String(), nil)
+	took := time.Since(t0)
+	if c != nil {
+		c.Close()
+		t.Fatal("Dial succeeded through a listener whose socket closed after its cookie reply")
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("Dial: %v after %v, want an error matching ECONNREFUSED", err, took)
+	}
+	if took >= handshakeInterval {
+		t.Fatalf("Dial took %v to fail, want before the first re-send (%v)", took, handshakeInterval)
+	}
+	t.Logf("refused after %v: %v", took, err)
 }
 
 // TestPeerSocketGone: when the peer's socket disappears without a Shutdown, its host answers our
