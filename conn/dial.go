@@ -55,7 +55,7 @@ func DialContext(ctx context.Context, network, address string, cfg *Config) (*Co
 	if err != nil {
 		return nil, opError("dial", nil, raddr, err)
 	}
-	return dial(ctx, m, raddr, &r)
+	return dial(ctx, m, raddr, &r, nil)
 }
 
 // sourceFor returns local (a wildcard address) with the IP the OS would send to raddr from,
@@ -118,7 +118,7 @@ func DialPacketContext(ctx context.Context, pc net.PacketConn, raddr net.Addr, c
 	if err != nil {
 		return nil, err
 	}
-	return dial(ctx, m, ua, &r)
+	return dial(ctx, m, ua, &r, nil)
 }
 
 func checkNetwork(network string) error {
@@ -211,8 +211,9 @@ func (d *dialer) fail(err error) {
 
 // dial runs the client side of the handshake (spec §3.2) on m. It takes a reference on m for the
 // connection and releases it if the handshake fails; a mux that dial's caller created for this
-// connection alone starts with no reference, so a failure tears it down.
-func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
+// connection alone starts with no reference, so a failure tears it down. Closing abort (a
+// Listener's closing; nil: none) ends it with net.ErrClosed.
+func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, abort <-chan struct{}) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
 		return nil, opError("dial", sourceFor(m.local, raddr), raddr, err) // as LocalAddr would say
 	}
@@ -317,6 +318,9 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, 
 		case <-ctx.Done():
 			m.release()
 			return fail(ctx.Err())
+		case <-abort:
+			m.release()
+			return fail(net.ErrClosed)
 		}
 	}
 }
@@ -359,7 +363,7 @@ func (l *Listener) DialContext(ctx context.Context, network, address string) (*C
 		return nil, opError("dial", l.mux.local, raddr, net.ErrClosed)
 	}
 	defer l.mux.release() // dial takes its own reference
-	return dial(ctx, l.mux, raddr, &l.cfg)
+	return dial(ctx, l.mux, raddr, &l.cfg, l.closing)
 }
 
 // checkContext panics on a nil ctx, as the net package's DialContext does: a nil context is a

@@ -136,8 +136,10 @@ func (l *Listener) AcceptUDT(ctx context.Context) (*Conn, error) {
 	}
 }
 
-// Close stops listening. Connections waiting in the accept queue are closed; accepted ones are
-// not. It is idempotent.
+// Close stops listening. Connections waiting in the accept queue are closed (their peers see an
+// orderly close, io.EOF: UDT4 has no reset); accepted ones, and ones made by DialContext or
+// Rendezvous, are not. DialContext and Rendezvous calls still in their handshake return at once
+// with an error wrapping net.ErrClosed, as later calls do. It is idempotent.
 func (l *Listener) Close() error {
 	l.shutdown(nil)
 	return nil

@@ -73,7 +73,7 @@ func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) 
 	if err != nil {
 		return nil, opError("rendezvous", la, ra, err)
 	}
-	return rendezvous(ctx, m, ra, &r)
+	return rendezvous(ctx, m, ra, &r, nil)
 }
 
 // RendezvousPacket is Rendezvous over a caller's PacketConn, which stays open after the
@@ -84,7 +84,7 @@ func RendezvousPacket(ctx context.Context, pc net.PacketConn, raddr net.Addr, cf
 	if err != nil {
 		return nil, err
 	}
-	return rendezvous(ctx, m, ua, &r)
+	return rendezvous(ctx, m, ua, &r, nil)
 }
 
 // Rendezvous runs a rendezvous with the peer at address over the Listener's own UDP socket: any
@@ -104,7 +104,7 @@ func (l *Listener) Rendezvous(ctx context.Context, network, address string) (*Co
 		return nil, opError("rendezvous", l.mux.local, raddr, net.ErrClosed)
 	}
 	defer l.mux.release() // rendezvous takes its own reference
-	return rendezvous(ctx, l.mux, raddr, &l.cfg)
+	return rendezvous(ctx, l.mux, raddr, &l.cfg, l.closing)
 }
 
 // rendezvousFor returns the rendezvous in progress with from that a datagram addressed to socket
@@ -133,8 +133,9 @@ func (c *Conn) answers(t packet.ReqType) bool {
 
 // rendezvous runs the handshake of spec §3.3 on m (see the comment at the top of this file). It
 // takes a reference on m for the connection and releases it if the handshake fails, so a mux
-// made for this connection alone is torn down then.
-func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*Conn, error) {
+// made for this connection alone is torn down then. Closing abort (a Listener's closing; nil:
+// none) ends it with net.ErrClosed.
+func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, abort <-chan struct{}) (*Conn, error) {
 	fail := func(err error) (*Conn, error) {
 		return nil, opError("rendezvous", m.local, raddr, err)
 	}
@@ -276,6 +277,9 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config) (*
 		case <-ctx.Done():
 			m.release()
 			return fail(ctx.Err())
+		case <-abort:
+			m.release()
+			return fail(net.ErrClosed)
 		}
 	}
 }
