@@ -64,7 +64,9 @@ func (c *Conn) Close() error {
 // unacknowledged, because Config.Linger passed (at once with a negative Linger), the peer shut
 // down first (ErrPeerShutdown) or the connection broke (ErrPeerIdle, a socket error), saying how
 // many bytes; or ctx's error if ctx ends first, while the delivery goes on in the background as
-// after Close. Errors come inside a *net.OpError. Later calls return the same outcome.
+// after Close. Errors come inside a *net.OpError. Once a call has seen the close end, later calls
+// return the same outcome; a call that returned ctx's error saw no outcome, and a later call
+// waits again.
 //
 // Acknowledged means that the peer's UDT stack holds the bytes in its receive buffer (spec §2.3:
 // an ACK names the first packet not received), not that its application has read them: if the

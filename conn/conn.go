@@ -449,21 +449,40 @@ func (c *Conn) LocalAddr() net.Addr {
 // RemoteAddr returns the peer's UDP address (a *net.UDPAddr).
 func (c *Conn) RemoteAddr() net.Addr { return c.raddr }
 
-// SetDeadline sets the read and write deadlines (see net.Conn). A zero t disarms them.
+// SetDeadline sets the read and write deadlines (see net.Conn). A zero t disarms them. After
+// Close it returns a *net.OpError wrapping net.ErrClosed, as package net's connections do.
 func (c *Conn) SetDeadline(t time.Time) error {
+	if isClosed(c.closing) {
+		return c.opErr("set", net.ErrClosed)
+	}
 	c.rdl.set(t)
 	c.wdl.set(t)
 	return nil
 }
 
-// SetReadDeadline sets the deadline for pending and future Reads.
-func (c *Conn) SetReadDeadline(t time.Time) error { c.rdl.set(t); return nil }
+// SetReadDeadline sets the deadline for pending and future Reads (errors as SetDeadline).
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	if isClosed(c.closing) {
+		return c.opErr("set", net.ErrClosed)
+	}
+	c.rdl.set(t)
+	return nil
+}
 
-// SetWriteDeadline sets the deadline for pending and future Writes.
-func (c *Conn) SetWriteDeadline(t time.Time) error { c.wdl.set(t); return nil }
+// SetWriteDeadline sets the deadline for pending and future Writes (errors as SetDeadline).
+func (c *Conn) SetWriteDeadline(t time.Time) error {
+	if isClosed(c.closing) {
+		return c.opErr("set", net.ErrClosed)
+	}
+	c.wdl.set(t)
+	return nil
+}
 
+// opErr wraps err for op as package net does, naming the addresses LocalAddr and RemoteAddr
+// report (the routed source, not a wildcard). Call it without c.mu: LocalAddr's first call on a
+// wildcard socket makes a system call.
 func (c *Conn) opErr(op string, err error) error {
-	return opError(op, c.mux.local, c.raddr, err)
+	return opError(op, c.LocalAddr(), c.raddr, err)
 }
 
 var _ net.Conn = (*Conn)(nil)

@@ -3,9 +3,11 @@ package conn
 import (
 	"errors"
 	"net"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // TestErrorText: errors read as package net's do, the network named once: "listen udt ADDR:
@@ -35,6 +37,42 @@ func TestErrorText(t *testing.T) {
 	for _, e := range []error{ErrRejected, ErrHandshakeTimeout, ErrBadHandshake, ErrPeerIdle, ErrPeerShutdown, &peerIdleError{}} {
 		if strings.HasPrefix(e.Error(), "udt:") {
 			t.Errorf("%q: the OpError around it already says udt", e)
+		}
+	}
+}
+
+// TestConnErrorAddresses: a dialed connection's errors name the addresses its LocalAddr and
+// RemoteAddr report (the routed source, not the socket's wildcard 0.0.0.0, which a new user's
+// check found in them), and setting a deadline after Close fails with net.ErrClosed, as package
+// net's connections do.
+func TestConnErrorAddresses(t *testing.T) {
+	ln, err := Listen("udp4", "127.0.0.1:0", &Config{Pacer: "gotimer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := Dial("udp4", ln.Addr().String(), &Config{Pacer: "gotimer"}) // its own wildcard socket
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetReadDeadline(time.Unix(1, 0)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Read(make([]byte, 1))
+	var oe *net.OpError
+	if !errors.As(err, &oe) || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("Read past its deadline: %v, want a *net.OpError wrapping os.ErrDeadlineExceeded", err)
+	}
+	if oe.Source.String() != c.LocalAddr().String() || oe.Addr.String() != c.RemoteAddr().String() {
+		t.Errorf("error %q names %v -> %v, want LocalAddr %v -> RemoteAddr %v", err, oe.Source, oe.Addr, c.LocalAddr(), c.RemoteAddr())
+	}
+	if ip := oe.Source.(*net.UDPAddr).IP; ip.IsUnspecified() {
+		t.Errorf("error %q names the wildcard address", err)
+	}
+	c.Close()
+	for name, set := range map[string]func(time.Time) error{"SetDeadline": c.SetDeadline, "SetReadDeadline": c.SetReadDeadline, "SetWriteDeadline": c.SetWriteDeadline} {
+		if err := set(time.Now()); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) {
+			t.Errorf("%s after Close: %v, want a *net.OpError wrapping net.ErrClosed", name, err)
 		}
 	}
 }

@@ -10,6 +10,12 @@ import (
 // Stats are a connection's performance counters, after UDT4's perfmon (spec §7.4), plus byte
 // counts and drops by reason. Counters are totals since the connection was established; the
 // rest is the state at the call.
+//
+// Bandwidth and RecvRate are the peer's receiver-side estimates (packet pairs and arrival speed,
+// spec §6), kept for UDT4's perfmon and its native controller: where packets arrive in batches
+// (GRO, loopback, a shaper or a virtualised NIC releasing several at once) they read the batch
+// spacing, not the path, and can be off by orders of magnitude either way. The default
+// controller does not use them; it measures the delivery rate itself (congestion.Delivery).
 type Stats struct {
 	PktSent       uint64 // data packets sent, retransmissions included (pktSentTotal)
 	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)
@@ -62,8 +68,8 @@ type Stats struct {
 	FlowWindow        int           // packets: the peer's advertised flow window (pktFlowWindow)
 	CongestionWindow  int           // packets: the controller's window, 0 = none (pktCongestionWindow)
 	FlightSize        int           // packets sent and not yet acknowledged (pktFlightSize)
-	Bandwidth         int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2)
-	RecvRate          int           // packets/s: smoothed arrival speed the peer reports (spec §6.1)
+	Bandwidth         int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2; see below)
+	RecvRate          int           // packets/s: smoothed arrival speed the peer reports (spec §6.1; see below)
 	LocalRecvRate     int           // packets/s: this side's arrival speed (ACK word 4)
 	SendBufferFree    int           // bytes free in the send buffer (byteAvailSndBuf)
 	RecvBufferFree    int           // packets free in the receive buffer
