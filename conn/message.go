@@ -62,9 +62,12 @@ type MessageStats struct {
 	Discarded   uint64 // packets received and discarded unread, their message given up or broken
 }
 
-// MaxMessageSize returns the largest message WriteMessage accepts, in bytes: the send buffer or
-// the peer's flow window from the handshake (its receive buffer must hold the whole message),
-// whichever is smaller, in packets of MSS−44 bytes. It is 0 on a stream connection.
+// MaxMessageSize returns the largest message WriteMessage accepts now, in bytes: the send buffer
+// or the peer's flow window from the handshake (its receive buffer must hold the whole message),
+// whichever holds fewer packets, of the payload packets are cut at now (Stats().PacketSize − 16:
+// 1184 bytes until path MTU discovery confirms more, at most MSS−44), so it may grow once the
+// path's MTU is found. A message accepted is delivered whatever the size does later. It is 0 on
+// a stream connection.
 func (c *Conn) MaxMessageSize() int {
 	if !c.cfg.MessageMode {
 		return 0

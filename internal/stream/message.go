@@ -54,9 +54,15 @@ type MessageStats struct {
 	Discarded   uint64 // received packets discarded unread: their message was given up or broken
 }
 
-// MaxMessage returns the largest message WriteMessage accepts, in bytes: the send buffer or the
-// peer's flow window from the handshake, whichever holds fewer packets, of MSS−44 bytes each.
-func (e *Endpoint) MaxMessage() int { return min(e.snd.Cap(), e.cfg.PeerFlowWindow) * e.payloadSize }
+// MaxMessage returns the largest message WriteMessage accepts now, in bytes: as many packets as
+// the send buffer holds or the peer's flow window from the handshake allows (its receive buffer
+// must hold the whole message), whichever is fewer, of the payload packets are cut at now
+// (PacketSize − 16: smaller than MSS−44 until path MTU discovery confirms a larger size, and
+// after a fall back to the base size). A message's packets keep the size they were cut at, so a
+// message accepted now stays deliverable whatever the size does later.
+func (e *Endpoint) MaxMessage() int {
+	return min(e.snd.Cap(), e.cfg.PeerFlowWindow) * e.snd.PacketSize()
+}
 
 // WriteMessage queues p (not empty) as one message whose packets carry the in-order flag inOrder
 // and which the sender gives up ttl after now (ttl ≤ 0: never). It reports false when the send
@@ -77,6 +83,9 @@ func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOr
 		deadline = int64(e.since(now) + ttl)
 	}
 	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
+	if errors.Is(err, buffer.ErrMessageTooLarge) {
+		return false, ErrMessageTooLarge // cannot happen below MaxMessage; one error for callers
+	}
 	e.msgs.want = 0
 	if ok {
 		e.stats.BytesWritten += uint64(len(p))
