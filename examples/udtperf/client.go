@@ -131,6 +131,10 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 		if h.Mode != modeReverse && !s.progress {
 			what = "sent" // no progress messages from the receiver
 		}
+		if h.Mode == modeFile && s.ended.Load() {
+			// Everything and the trailer went out; only the server's report did not arrive.
+			return interruptedError{fmt.Errorf("interrupted before the server's report: all %d bytes were sent, and the server may have stored the file whole (a -resume then finds it exists)", s.moved.Load())}
+		}
 		return interruptedError{fmt.Errorf("interrupted: the transfer did not complete (%d bytes %s)", s.deliveredSoFar(h.Mode != modeReverse), what)}
 	}
 	if err := writeHello(c, h); err != nil {

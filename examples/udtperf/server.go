@@ -397,6 +397,12 @@ func (s *server) handle(c transportConn, proto string) error {
 		row, err = sess.receive(nil, nil)
 	}
 	row.Intervals = mon.stop()
+	if se := (*storedError)(nil); errors.As(err, &se) {
+		// The file is in place, whole and verified: a success without the client's statistics.
+		s.logf("%s client %s: stored %q in %s: %d bytes, sha256 %s (the client left before the final reports: %v)",
+			proto, peer, h.Name, s.o.dir, se.bytes, se.sum, explain(se.err, "client", proto, peer, &s.o.tr))
+		return nil
+	}
 	if err != nil {
 		err = explain(err, "client", proto, peer, &s.o.tr)
 		if s.stopping.Load() {

@@ -31,6 +31,8 @@ type session struct {
 	progress  bool
 	delivered atomic.Int64 // sender: payload bytes the receiver reported read so far
 	wmu       sync.Mutex   // receiver: serialises its progress messages with its other writes
+
+	ended atomic.Bool // sender: the end marker and trailer were written (only the report is left)
 }
 
 func newSession(c transportConn, proto string, tr *transportFlags) *session {
@@ -282,7 +284,11 @@ func (s *session) writeEnd(sent int64, sum string) error {
 	if _, err := s.c.Write(make([]byte, 4)); err != nil {
 		return err
 	}
-	return writeMsg(s.c, &trailer{Bytes: sent, SHA256: sum})
+	if err := writeMsg(s.c, &trailer{Bytes: sent, SHA256: sum}); err != nil {
+		return err
+	}
+	s.ended.Store(true)
+	return nil
 }
 
 // peerError prefers the receiver's own explanation (e.g. disk full) to the write error it
@@ -363,15 +369,26 @@ func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 	stopProgress()
 	sum := hex.EncodeToString(h.Sum(nil))
 	own := s.ownReport(false, got, sum, begin, cpu0, cpuOK)
+	stored := false
 	if out != nil {
 		if tr.Bytes != got || tr.SHA256 != sum {
 			out.Abort()
 		} else if err := out.Commit(); err != nil {
 			own.Error = err.Error()
+		} else {
+			stored = true
 		}
 	}
+	// Once stored, the file is complete and verified against the sender's trailer whatever
+	// happens to the reports: a sender gone before them does not make it a failed upload.
+	unconfirmed := func(err error) error {
+		if stored {
+			return &storedError{bytes: got, sum: sum, err: err}
+		}
+		return err
+	}
 	if err := writeMsg(s.c, &own); err != nil {
-		return Row{}, err
+		return Row{}, unconfirmed(err)
 	}
 	if own.Error != "" {
 		drain(s.c, s.r, endGrace)
@@ -379,10 +396,25 @@ func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 	}
 	var peer report
 	if err := readMsg(s.r, &peer); err != nil {
-		return Row{}, err
+		return Row{}, unconfirmed(err)
 	}
 	return makeRow(&peer, &own), nil
 }
+
+// storedError: the receiver stored a file complete and verified (its bytes and SHA-256 match
+// the sender's trailer), but the closing exchange of reports failed (the sender left, e.g.
+// interrupted after its last byte). The upload succeeded; only its statistics are missing.
+type storedError struct {
+	bytes int64
+	sum   string
+	err   error
+}
+
+func (e *storedError) Error() string {
+	return fmt.Sprintf("stored complete and verified (%d bytes, sha256 %s), but the final reports were not exchanged: %v", e.bytes, e.sum, e.err)
+}
+
+func (e *storedError) Unwrap() error { return e.err }
 
 // ownReport is this end's half of the row.
 func (s *session) ownReport(sender bool, n int64, sum string, begin time.Time, cpu0 time.Duration, cpuOK bool) report {

@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"io"
 	"net"
@@ -255,4 +257,32 @@ func FuzzReadHello(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSessionSenderLeavesAfterTrailer: a sender that leaves right after its trailer (interrupted
+// after the last byte) leaves the receiver's file stored, whole and verified; receive says so
+// (*storedError) instead of reporting a failed upload that a -resume could then not continue
+// (found by a new user's check: the server logged "closed by the peer in mid-transfer").
+func TestSessionSenderLeavesAfterTrailer(t *testing.T) {
+	a, b := net.Pipe()
+	data := bytes.Repeat([]byte("udt"), 40000)
+	go func() {
+		var w bytes.Buffer
+		binary.Write(&w, binary.BigEndian, uint32(len(data)))
+		w.Write(data)
+		w.Write(make([]byte, 4)) // the end marker
+		sum := sha256.Sum256(data)
+		writeMsg(&w, &trailer{Bytes: int64(len(data)), SHA256: hex.EncodeToString(sum[:])})
+		a.Write(w.Bytes())
+		a.Close() // gone before the receiver's report
+	}()
+	out := &memSink{}
+	_, err := newSession(&fakeConn{b, b, b.Close}, "tcp", testTransport(t)).receive(out, nil)
+	var se *storedError
+	if !errors.As(err, &se) || se.bytes != int64(len(data)) {
+		t.Fatalf("receive: %v, want a *storedError for %d bytes", err, len(data))
+	}
+	if !out.committed || out.aborted || !bytes.Equal(out.Bytes(), data) {
+		t.Errorf("sink: committed %v, aborted %v, %d bytes", out.committed, out.aborted, out.Len())
+	}
 }
