@@ -89,9 +89,10 @@ func (c *Conn) MaxMessageSize() int {
 // had to wait for room), not from the message's first transmission: it includes the time the
 // message waits in the send buffer behind earlier ones. That buffer holds DefaultBufferPackets
 // (32768) packets by default, about 47.7 MB at the default MSS, so with a short TTL and a deep
-// queue messages expire before they leave: udtperf -message 64KiB -ttl 50ms on loopback gives up
-// about half of them on a lossless path. Size Config.SendBuffer to what the link sends within the
-// TTL, or give a TTL that covers the queue.
+// queue messages expire before they leave: udtperf -message 64KiB -ttl 50ms on loopback gave up
+// from none to about half of them on a lossless path, as far as the writer ran ahead of the link
+// (the machine's speed decides). Size Config.SendBuffer to what the link sends within the TTL, or
+// give a TTL that covers the queue.
 //
 // Errors, inside a *net.OpError: ErrMessageTooLarge
 // (larger than MaxMessageSize), ErrStreamMode, os.ErrDeadlineExceeded (write deadline),
@@ -106,7 +107,8 @@ func (c *Conn) WriteMessage(b []byte, ttl time.Duration, inOrder bool) error {
 
 // ReadMessage reads the next message into b and returns its length (UDT recvmsg, spec §7.2). It
 // blocks until a message is complete. If b is shorter than the message it returns a
-// *ShortBufferError with the message's size and the message stays queued. At the peer's orderly
+// *ShortBufferError with the message's size and the message stays queued; an empty b returns
+// (0, nil) at once, as io.Reader's convention has it, without waiting or taking a message. At the peer's orderly
 // close it returns a bare io.EOF once every message has been read. Other errors, inside a
 // *net.OpError: ErrStreamMode, os.ErrDeadlineExceeded (read deadline), net.ErrClosed, or the
 // connection's failure.

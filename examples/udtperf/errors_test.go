@@ -25,7 +25,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"client", "-connect", "h:1", "-time", "-5s"}, "-time must be positive"},
 		{[]string{"server", "-interval", "1ms"}, "-interval"},
 		{[]string{"client", "-connect", "h:1", "-reverse", "-file", "x"}, "cannot be combined"},
-		{[]string{"client", "-connect", "h:1", "-reverse", "-cc", "udt", "-pacer", "spin"}, "-cc, -pacer set the sender, which with -reverse is the server"},
+		{[]string{"client", "-connect", "h:1", "-reverse", "-cc", "udt", "-pacer", "spin"}, "-cc, -pacer configure the sender, which with -reverse is the server"},
+		{[]string{"client", "-connect", "127.0.0.1"}, "bad -connect"},
 		{[]string{"frobnicate"}, "unknown command"},
 		{[]string{"server", "-dir", "/nonexistent/udtperf"}, "not a directory"},
 		{[]string{"client", "-connect", "h:1", "extra"}, "unexpected argument"},
@@ -37,7 +38,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s"}, "-time does not apply"},
 		{[]string{"client", "-connect", "h:1", "-file", "x", "-time", "3s", "-bytes", "1MiB"}, "-bytes and -time do not apply"},
 		{[]string{"client", "-connect", "h:1", "-resume"}, "-resume needs -file"},
-		{[]string{"client", "-connect", "h:1", "-reverse", "-tcp-cc", "reno"}, "-tcp-cc set the sender"},
+		{[]string{"client", "-connect", "h:1", "-reverse", "-tcp-cc", "reno"}, "-tcp-cc configure the sender"},
 	} {
 		code, out, errOut := runCmd(tc.args...)
 		if code != 2 {

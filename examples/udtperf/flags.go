@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -292,6 +293,9 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 	if o.connect == "" {
 		return nil, usageError{errors.New("client needs -connect HOST:PORT")}
 	}
+	if _, port, err := net.SplitHostPort(o.connect); err != nil || port == "" {
+		return nil, usageError{fmt.Errorf("bad -connect %q: want HOST:PORT", o.connect)}
+	}
 	if err := validateProtos([]string{o.proto}); err != nil {
 		return nil, usageError{err}
 	}
@@ -327,7 +331,7 @@ func parseClient(args []string, stderr io.Writer) (*clientOptions, error) {
 			}
 		})
 		if len(set) > 0 {
-			return nil, usageError{fmt.Errorf("%s set the sender, which with -reverse is the server: give them to udtperf server", strings.Join(set, ", "))}
+			return nil, usageError{fmt.Errorf("%s configure the sender, which with -reverse is the server: give them to udtperf server", strings.Join(set, ", "))}
 		}
 	}
 	for _, err := range []error{o.out.validate(), o.tr.validate([]string{o.tr.pacer}), o.limit.validate()} {
