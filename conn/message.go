@@ -64,10 +64,11 @@ type MessageStats struct {
 
 // MaxMessageSize returns the largest message WriteMessage accepts now, in bytes: the send buffer
 // or the peer's flow window from the handshake (its receive buffer must hold the whole message),
-// whichever holds fewer packets, of the payload packets are cut at now (Stats().PacketSize − 16:
-// 1184 bytes until path MTU discovery confirms more, at most MSS−44), so it may grow once the
-// path's MTU is found. A message accepted is delivered whatever the size does later. It is 0 on
-// a stream connection.
+// whichever holds fewer packets, of the payload packets are cut at (Stats().PacketSize − 16). In
+// message mode path MTU discovery does not probe (a message's packets keep their boundaries, so
+// none can be lengthened into a probe), so packets stay at the base size, 1184 bytes of payload
+// by default, and this limit can only fall, if an ICMP report lowers the path MTU. It is 0 on a
+// stream connection.
 func (c *Conn) MaxMessageSize() int {
 	if !c.cfg.MessageMode {
 		return 0

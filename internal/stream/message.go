@@ -57,9 +57,11 @@ type MessageStats struct {
 // MaxMessage returns the largest message WriteMessage accepts now, in bytes: as many packets as
 // the send buffer holds or the peer's flow window from the handshake allows (its receive buffer
 // must hold the whole message), whichever is fewer, of the payload packets are cut at now
-// (PacketSize − 16: smaller than MSS−44 until path MTU discovery confirms a larger size, and
-// after a fall back to the base size). A message's packets keep the size they were cut at, so a
-// message accepted now stays deliverable whatever the size does later.
+// (PacketSize − 16). In message mode path MTU discovery never probes (a message's packets keep
+// the boundaries they were cut with, so none can be lengthened into a probe): the size stays at
+// the base (1184 bytes of payload by default) unless an ICMP report lowers it, and so may this
+// limit. A message's packets keep the size they were cut at, so a message accepted stays
+// deliverable.
 func (e *Endpoint) MaxMessage() int {
 	return min(e.snd.Cap(), e.cfg.PeerFlowWindow) * e.snd.PacketSize()
 }
@@ -91,7 +93,9 @@ func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOr
 		e.stats.BytesWritten += uint64(len(p))
 		e.stats.Messages.Written++
 	} else if err == nil {
-		e.msgs.want = e.snd.MessagePackets(len(p)) * e.payloadSize // CanWrite waits for that room
+		// CanWrite waits for that room, counted as SendBuffer.Free counts it: free slots at the
+		// size packets are cut at now.
+		e.msgs.want = e.snd.MessagePackets(len(p)) * e.snd.PacketSize()
 	}
 	return ok, err
 }
