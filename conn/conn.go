@@ -482,6 +482,9 @@ func (c *Conn) SetWriteDeadline(t time.Time) error {
 // report (the routed source, not a wildcard). Call it without c.mu: LocalAddr's first call on a
 // wildcard socket makes a system call.
 func (c *Conn) opErr(op string, err error) error {
+	if err == nil {
+		return nil
+	}
 	return opError(op, c.LocalAddr(), c.raddr, err)
 }
 

@@ -255,6 +255,9 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, abort <-
 		}
 	}
 	send := func() {
+		if isClosed(abort) {
+			return // the loop returns net.ErrClosed next: nothing more on the wire
+		}
 		sends++
 		sentAt = time.Now()
 		m.writeTo(encodeHandshake(out[:], &req), peer, raddr)
@@ -320,6 +323,9 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, abort <-
 			return fail(ctx.Err())
 		case <-abort:
 			m.release()
+			if isClosed(d.failed) { // the socket failed, and closed the Listener with it
+				return fail(d.err)
+			}
 			return fail(net.ErrClosed)
 		}
 	}
@@ -359,7 +365,7 @@ func (l *Listener) DialContext(ctx context.Context, network, address string) (*C
 	if err != nil {
 		return nil, opError("dial", l.mux.local, nil, err)
 	}
-	if !l.mux.acquire() {
+	if isClosed(l.closing) || !l.mux.acquire() { // the socket may outlive the Listener
 		return nil, opError("dial", l.mux.local, raddr, net.ErrClosed)
 	}
 	defer l.mux.release() // dial takes its own reference

@@ -63,3 +63,42 @@ func TestListenerCloseAbortsHandshakes(t *testing.T) {
 		t.Errorf("DialContext after Close: %v, want net.ErrClosed", err)
 	}
 }
+
+// TestListenerClosedDialsNothing: after Close, DialContext and Rendezvous on the Listener send
+// nothing, even while an accepted connection keeps its socket open (found by review: a dial
+// after Close still sent its requests, and a listener elsewhere answered and even accepted).
+func TestListenerClosedDialsNothing(t *testing.T) {
+	cfg := &Config{Pacer: "gotimer"}
+	ln, err := Listen("udp4", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := Listen("udp4", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	c, err := Dial("udp4", ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	accepted, err := ln.Accept() // keeps ln's socket open after ln.Close
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer accepted.Close()
+	ln.Close()
+	for range 20 {
+		if _, err := ln.DialContext(context.Background(), "udp4", other.Addr().String()); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("DialContext after Close: %v, want net.ErrClosed", err)
+		}
+		if _, err := ln.Rendezvous(context.Background(), "udp4", other.Addr().String()); !errors.Is(err, net.ErrClosed) {
+			t.Fatalf("Rendezvous after Close: %v, want net.ErrClosed", err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // anything sent has arrived on loopback
+	if st := other.Stats(); st.CookiesSent != 0 || st.Accepted != 0 {
+		t.Errorf("the other listener answered %d requests and accepted %d connections from a closed Listener", st.CookiesSent, st.Accepted)
+	}
+}

@@ -100,7 +100,7 @@ func (l *Listener) Rendezvous(ctx context.Context, network, address string) (*Co
 	if err != nil {
 		return nil, opError("rendezvous", l.mux.local, nil, err)
 	}
-	if !l.mux.acquire() {
+	if isClosed(l.closing) || !l.mux.acquire() { // the socket may outlive the Listener
 		return nil, opError("rendezvous", l.mux.local, raddr, net.ErrClosed)
 	}
 	defer l.mux.release() // rendezvous takes its own reference
@@ -180,7 +180,11 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 		peerHS packet.Handshake // the peer's first valid handshake
 		have   bool
 	)
-	send := func(h *packet.Handshake) { m.writeTo(encodeHandshake(out[:], h), peer, raddr) }
+	send := func(h *packet.Handshake) {
+		if !isClosed(abort) { // else the loop returns net.ErrClosed next: nothing more on the wire
+			m.writeTo(encodeHandshake(out[:], h), peer, raddr)
+		}
+	}
 	sendReq := func() {
 		req.DstSocketID = 0
 		if have {
@@ -279,6 +283,9 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			return fail(ctx.Err())
 		case <-abort:
 			m.release()
+			if isClosed(d.failed) { // the socket failed, and closed the Listener with it
+				return fail(d.err)
+			}
 			return fail(net.ErrClosed)
 		}
 	}
