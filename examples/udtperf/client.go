@@ -131,9 +131,11 @@ func clientTransfer(ctx context.Context, proto, addr string, tr *transportFlags,
 		if h.Mode != modeReverse && !s.progress {
 			what = "sent" // no progress messages from the receiver
 		}
-		if h.Mode == modeFile && s.ended.Load() {
-			// Everything and the trailer went out; only the server's report did not arrive.
-			return interruptedError{fmt.Errorf("interrupted before the server's report: all %d bytes were sent, and the server may have stored the file whole (a -resume then finds it exists)", s.moved.Load())}
+		if h.Mode == modeFile && s.ended.Load() && s.progress && s.delivered.Load() >= s.moved.Load() {
+			// The server reported reading every byte sent, and the trailer was written: only
+			// its report did not arrive. (Written is not delivered: the abort drops what the
+			// transport still holds, so without the server's count this is not said.)
+			return interruptedError{fmt.Errorf("interrupted before the server's report: it had read every byte sent (%d), so it may have stored the file whole (a -resume then finds it exists)", s.moved.Load())}
 		}
 		return interruptedError{fmt.Errorf("interrupted: the transfer did not complete (%d bytes %s)", s.deliveredSoFar(h.Mode != modeReverse), what)}
 	}

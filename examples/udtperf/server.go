@@ -396,13 +396,14 @@ func (s *server) handle(c transportConn, proto string) error {
 	default:
 		row, err = sess.receive(nil, nil)
 	}
-	row.Intervals = mon.stop()
 	if se := (*storedError)(nil); errors.As(err, &se) {
-		// The file is in place, whole and verified: a success without the client's statistics.
-		s.logf("%s client %s: stored %q in %s: %d bytes, sha256 %s (the client left before the final reports: %v)",
-			proto, peer, h.Name, s.o.dir, se.bytes, se.sum, explain(se.err, "client", proto, peer, &s.o.tr))
-		return nil
+		// The file is in place, whole and verified: a success without the client's statistics
+		// (its row's sender fields are null), reported as any other below.
+		s.logf("%s client %s: the client left before the final reports (%v); the file is whole and verified",
+			proto, peer, explain(se.err, "client", proto, peer, &s.o.tr))
+		row, err = se.row, nil
 	}
+	row.Intervals = mon.stop()
 	if err != nil {
 		err = explain(err, "client", proto, peer, &s.o.tr)
 		if s.stopping.Load() {

@@ -382,10 +382,12 @@ func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 	// Once stored, the file is complete and verified against the sender's trailer whatever
 	// happens to the reports: a sender gone before them does not make it a failed upload.
 	unconfirmed := func(err error) error {
-		if stored {
-			return &storedError{bytes: got, sum: sum, err: err}
+		if !stored {
+			return err
 		}
-		return err
+		// The sender's half from its trailer alone: its statistics are unknown (null).
+		snd := report{Bytes: tr.Bytes, SHA256: tr.SHA256, CPUNs: -1, ElapsedNs: own.ElapsedNs, Protocol: own.Protocol}
+		return &storedError{row: makeRow(&snd, &own), err: err}
 	}
 	if err := writeMsg(s.c, &own); err != nil {
 		return Row{}, unconfirmed(err)
@@ -405,13 +407,12 @@ func (s *session) receive(out sink, h hash.Hash) (Row, error) {
 // the sender's trailer), but the closing exchange of reports failed (the sender left, e.g.
 // interrupted after its last byte). The upload succeeded; only its statistics are missing.
 type storedError struct {
-	bytes int64
-	sum   string
-	err   error
+	row Row // from this end's report and the sender's trailer
+	err error
 }
 
 func (e *storedError) Error() string {
-	return fmt.Sprintf("stored complete and verified (%d bytes, sha256 %s), but the final reports were not exchanged: %v", e.bytes, e.sum, e.err)
+	return fmt.Sprintf("stored complete and verified (%d bytes, sha256 %s), but the final reports were not exchanged: %v", e.row.Bytes, e.row.ReceiverSHA256, e.err)
 }
 
 func (e *storedError) Unwrap() error { return e.err }

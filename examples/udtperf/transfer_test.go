@@ -279,7 +279,7 @@ func TestSessionSenderLeavesAfterTrailer(t *testing.T) {
 	out := &memSink{}
 	_, err := newSession(&fakeConn{b, b, b.Close}, "tcp", testTransport(t)).receive(out, nil)
 	var se *storedError
-	if !errors.As(err, &se) || se.bytes != int64(len(data)) {
+	if !errors.As(err, &se) || se.row.Bytes != int64(len(data)) || !se.row.SHA256OK {
 		t.Fatalf("receive: %v, want a *storedError for %d bytes", err, len(data))
 	}
 	if !out.committed || out.aborted || !bytes.Equal(out.Bytes(), data) {
