@@ -49,7 +49,12 @@ type ACK struct {
 	RTTVar time.Duration // the sender's smoothed RTT variance
 	// PeerRTT is the RTT the ACK carries (ACK word 2, spec §2.3): the receiver's smoothed RTT,
 	// which RTT smooths once more; it follows a growing queue sooner. 0 if none.
-	PeerRTT   time.Duration
+	PeerRTT time.Duration
+	// RecvRate and Bandwidth are the receiver's estimates (arrival speed and packet pairs, spec
+	// §6), as UDT4's native controller uses them: where packets arrive in batches (GRO,
+	// loopback, a shaper or virtualised NIC) they read the batches, not the path. A receiver
+	// that saw no usable pair keeps its estimator's starting value (1000 packets/s, as UDT 4.11
+	// does), so a steady 1000 is no measurement. The default controller uses neither.
 	RecvRate  int    // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
 	Bandwidth int    // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
 	CurrSeq   uint32 // the largest sequence number sent so far
@@ -93,8 +98,10 @@ type Controller interface {
 	// OnTimeout is called when the retransmission (EXP) timer fires with packets in flight.
 	OnTimeout(now time.Time)
 	// OnPacketSent is called for each data packet sent (first transmission or retransmission).
+	// size is the packet's length in bytes, its 16-byte UDT header included (the UDP payload;
+	// traces count the data alone, 16 bytes fewer).
 	OnPacketSent(now time.Time, seq uint32, size int)
-	// OnPacketReceived is called for each data packet received.
+	// OnPacketReceived is called for each data packet received; size as in OnPacketSent.
 	OnPacketReceived(now time.Time, seq uint32, size int)
 	// State returns the controller's current decision.
 	State() State

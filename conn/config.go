@@ -168,9 +168,13 @@ type Config struct {
 	// of the connection's own, never under its locks nor
 	// on its pacer or reader: a slow Tracer costs the connection only memory, up to 65 536
 	// queued events, beyond which events are dropped and counted (trace.EventsLost). Close
-	// returns after the last event was delivered (so a Tracer must not call Close). Without a
-	// Tracer, or once the factory returned nil, a connection builds no events and allocates
-	// nothing for them. See package trace; trace.NewJSONWriter writes JSON lines.
+	// returns at once, while the connection goes on (and its events with it); CloseContext
+	// returns after the last event, Closed, was delivered, so close a trace's file after
+	// CloseContext, not after Close (and a Tracer must not call CloseContext). Events come in
+	// the order they were recorded; an event's time is when it happened (for a received packet,
+	// the kernel's arrival stamp), so times can step back by as long as a packet waited in the
+	// socket. Without a Tracer, or once the factory returned nil, a connection builds no events
+	// and allocates nothing for them. See package trace; trace.NewJSONWriter writes JSON lines.
 	Tracer func(trace.ConnInfo) trace.Tracer
 }
 

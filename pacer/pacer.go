@@ -93,8 +93,13 @@ type Handle struct {
 }
 
 // New starts a pacer goroutine that waits with w. Close ends it. The pacer owns w for its
-// lifetime (it alone calls w.Wait) but does not close it.
+// lifetime (it alone calls w.Wait) but does not close it: close the Pacer first, then w (a closed
+// Waiter's Wait returns at once, so a pacer still running on one would spin). New panics on a
+// nil w, a programming error that would otherwise crash the pacer's goroutine later.
 func New(w Waiter, cfg Config) *Pacer {
+	if w == nil {
+		panic("pacer: New with a nil Waiter")
+	}
 	p := &Pacer{w: w, now: cfg.Now, burst: cfg.Burst, tol: resolveTolerance(cfg.Tolerance), done: make(chan struct{})}
 	if p.now == nil {
 		p.now = time.Now

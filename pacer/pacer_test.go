@@ -493,3 +493,14 @@ func TestPacerRateChange(t *testing.T) {
 		}
 	})
 }
+
+// TestNewNilWaiterPanics: a nil Waiter is refused in New, on the caller's goroutine, instead of
+// crashing the pacer's own goroutine later (found by a new user's check).
+func TestNewNilWaiterPanics(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil {
+			t.Fatal("New(nil, …) did not panic")
+		}
+	}()
+	pacer.New(nil, pacer.Config{})
+}

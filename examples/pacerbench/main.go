@@ -82,7 +82,12 @@ func run(args []string, stdout, stderr io.Writer) error {
 		backends = fs.String("backends", "", "comma-separated backends (valid: "+strings.Join(pacer.WaiterNames(), ", ")+"; default all supported)")
 	)
 	fs.BoolVar(&c.json, "json", false, "print one JSON array on stdout instead of the table")
-	fs.StringVar(&c.plot, "plot", "", "write histograms per backend to this PNG file")
+	plotHelp := map[string]string{
+		"wait":     "write histograms of the wait lateness per backend to this PNG file",
+		"periodic": "write histograms of the interval error per backend to this PNG file",
+		"rate":     "write the CPU-against-precision frontier (a scatter plot) to this PNG file",
+	}[mode]
+	fs.StringVar(&c.plot, "plot", "", plotHelp)
 	var exec func() error
 	switch mode {
 	case "wait":
@@ -120,13 +125,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 			}
 			return rateMode(c, r)
 		}
+	case "help":
+		return run([]string{"-h"}, stdout, stderr)
 	default:
 		return usagef("unknown mode %q (valid: %s)", mode, strings.Join(modes, ", "))
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintf(stderr, "usage: pacerbench %s [flags]\n", mode)
+			fmt.Fprintf(stderr, "usage: pacerbench [%s] [flags]  (the mode comes first; wait if none)\n\n", strings.Join(modes, "|"))
+			fmt.Fprintf(stderr, "  wait      each backend's lateness for waits of given lengths (the classic timer table)\n")
+			fmt.Fprintf(stderr, "  periodic  concurrent periodic tasks: each interval's error per backend\n")
+			fmt.Fprintf(stderr, "  rate      a paced sender at target rates: achieved rate, lateness and CPU per backend\n\n")
+			fmt.Fprintf(stderr, "flags of pacerbench %s (pacerbench MODE -h for another mode's):\n", mode)
 			fs.PrintDefaults()
 			return err
 		}

@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
+	"github.com/udtgo/udt/congestion"
 	"math"
 	"net"
 	"net/netip"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -63,24 +63,14 @@ type rateRow struct {
 // its error names the flag -rate.
 func parseRate(s string) (float64, error) { return parseFlagRate("-rate", s) }
 
-// parseFlagRate is parseRate whose error names flag.
+// parseFlagRate is parseRate whose error names flag: congestion.ParseRate's syntax, as
+// udtperf's -cc fixed:RATE takes it ("500mbit", "100m", "1.5gbps", "750Mbit/s").
 func parseFlagRate(flag, s string) (float64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	mult := 1.0
-	for _, u := range []struct {
-		suffix string
-		mult   float64
-	}{{"gbit", 1e9}, {"mbit", 1e6}, {"kbit", 1e3}, {"bit", 1}} {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSuffix(t, u.suffix), u.mult
-			break
-		}
+	v, err := congestion.ParseRate(s)
+	if err != nil {
+		return 0, usagef("%s %q: want a rate > 0 in bit/s like 500mbit, 100m or 1.5gbps (%v)", flag, s, err)
 	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || v*mult < 1 {
-		return 0, usagef("%s %q: want a rate > 0 like 500mbit (units: bit, kbit, mbit, gbit per second)", flag, s)
-	}
-	return v * mult, nil
+	return float64(v), nil
 }
 
 func parseRates(flag, list string) ([]float64, error) {
