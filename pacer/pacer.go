@@ -93,9 +93,10 @@ type Handle struct {
 }
 
 // New starts a pacer goroutine that waits with w. Close ends it. The pacer owns w for its
-// lifetime (it alone calls w.Wait) but does not close it: close the Pacer first, then w (a closed
-// Waiter's Wait returns at once, so a pacer still running on one would spin). New panics on a
-// nil w, a programming error that would otherwise crash the pacer's goroutine later.
+// lifetime (it alone calls w.Wait) but does not close it: close the Pacer first, then w (the
+// backends' Waits after Close fall back to the Go runtime's timer, so a pacer still running on a
+// closed one keeps its flows at about 1 ms precision). New panics on a nil w, a programming
+// error that would otherwise crash the pacer's goroutine later.
 func New(w Waiter, cfg Config) *Pacer {
 	if w == nil {
 		panic("pacer: New with a nil Waiter")

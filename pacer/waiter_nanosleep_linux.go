@@ -22,8 +22,9 @@ import (
 // thread sleeps in slices of at most 1 ms so that even a signal lost to a race costs at most 1 ms.
 // For the same reason Close never waits more than about 1 ms for the thread to end.
 //
-// A zero deadline blocks in the Go scheduler until Wake, with no thread involvement. After
-// Close, Wait returns true at once.
+// A zero deadline blocks in the Go scheduler until Wake, with no thread involvement. Close ends a
+// pending Wait (woken); a Wait after Close falls back to the Go runtime's timer (gotimer's
+// precision), so that a Pacer closed after its Waiter does not spin.
 type Nanosleep struct {
 	wake  wakeSignal
 	clock monoClock
@@ -126,8 +127,11 @@ func (n *Nanosleep) kick() {
 
 // Wait implements Waiter.
 func (n *Nanosleep) Wait(deadline time.Time) (woken bool) {
-	if n.wake.take() || n.closed.Load() {
+	if n.wake.take() {
 		return true
+	}
+	if n.closed.Load() {
+		return afterClose(&n.wake, deadline)
 	}
 	if deadline.IsZero() {
 		return n.wake.block(n.quit)

@@ -321,3 +321,35 @@ func TestLateTailQuantile(t *testing.T) {
 		t.Fatalf("after capAt(1000): %d", got)
 	}
 }
+
+// TestWaiterUsableAfterClose: a Wait after Close waits (for its deadline or a Wake) instead of
+// returning at once, so that a Pacer closed after its Waiter does not spin: a new user's check
+// saw 18 million wakes a second from nanosleep and timerfd.
+func TestWaiterUsableAfterClose(t *testing.T) {
+	eachWaiter(t, func(t *testing.T, w Waiter) {
+		c, ok := w.(io.Closer)
+		if !ok {
+			t.Skip("holds no resources")
+		}
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+		w.Wait(time.Now()) // a Wake that Close left pending (Hybrid's Close is a Wake)
+		// Count Waits over a fixed time: a Wait that returns at once makes millions.
+		waits := 0
+		for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); waits++ {
+			if w.Wait(time.Now().Add(10 * time.Millisecond)) {
+				t.Fatal("a Wait after Close reported a Wake nobody made")
+			}
+		}
+		if waits > 20 { // 5 at 10 ms each, and a wide margin for a loaded machine
+			t.Fatalf("%d Waits of 10 ms in 50 ms after Close: they return early", waits)
+		}
+		res := waitAsync(w, time.Time{})
+		time.Sleep(time.Millisecond)
+		w.Wake()
+		if !recvOrHang(t, res, "Wake after Close") {
+			t.Fatal("a Wait after Close, ended by Wake, reported not woken")
+		}
+	})
+}

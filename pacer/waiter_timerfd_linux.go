@@ -17,7 +17,8 @@ import (
 // Wake re-arms the same timer to expire at once, after setting the wake flag; Wait re-checks the
 // flag after arming its own deadline, so a Wake racing with Wait is never lost, and an expiry
 // that is neither the deadline nor a Wake just re-arms. A zero deadline disarms the timer and
-// waits for Wake only. After Close, Wait returns true at once.
+// waits for Wake only. Close ends a pending Wait (woken); a Wait after Close falls back to the Go
+// runtime's timer (gotimer's precision), so that a Pacer closed after its Waiter does not spin.
 type Timerfd struct {
 	wake   wakeSignal
 	clock  monoClock
@@ -65,6 +66,12 @@ func (t *Timerfd) Wait(deadline time.Time) (woken bool) {
 	var mono int64
 	if !deadline.IsZero() {
 		mono = t.clock.toMono(deadline)
+	}
+	if t.wake.take() {
+		return true
+	}
+	if t.closed.Load() {
+		return afterClose(&t.wake, deadline)
 	}
 	for {
 		if t.wake.take() || t.closed.Load() {

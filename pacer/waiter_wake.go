@@ -1,6 +1,9 @@
 package pacer
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"time"
+)
 
 // wakeSignal is the remembered, coalescing Wake shared by the backends.
 //
@@ -44,6 +47,35 @@ func (w *wakeSignal) block(done <-chan struct{}) bool {
 		case <-w.ch:
 		case <-done:
 			return true
+		}
+	}
+}
+
+// afterClose is Wait for a backend that was closed while something still waits on it (a Pacer
+// closed after its Waiter): the Go runtime's timer and w, so that the caller gets gotimer's
+// precision (about 1 ms on Linux) instead of a Wait that returns at once, which a pacer would
+// call in a loop, spinning a core.
+func afterClose(w *wakeSignal, deadline time.Time) bool {
+	if w.take() {
+		return true
+	}
+	if deadline.IsZero() {
+		return w.block(nil)
+	}
+	d := time.Until(deadline)
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ch:
+			if w.take() {
+				return true
+			}
+		case <-t.C:
+			return false
 		}
 	}
 }
