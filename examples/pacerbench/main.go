@@ -25,6 +25,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/udtgo/udt/congestion"
 	"io"
 	"os"
 	"strings"
@@ -110,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		ratesFlag := func(name string) func(string) error {
 			return func(v string) error { rates, ratesName = v, name; return nil }
 		}
-		fs.Func("rates", "comma-separated target rates, each > 0: a number with unit bit, kbit, mbit or gbit (per second) (default "+rates+")", ratesFlag("-rates"))
+		fs.Func("rates", "comma-separated target rates in bit/s, each at least one 1472-byte packet per -duration: a number with an optional k, M, G or T prefix and unit bit or bit/s, e.g. 500mbit, 100m, 1.5Gbit, 750Mbit/s (not \"bps\", which tc reads as bytes) (default "+rates+")", ratesFlag("-rates"))
 		fs.Func("rate", "the same as -rates, for one rate", ratesFlag("-rate"))
 		tols := fs.String("tolerances", "0,default", "comma-separated pacing tolerances: Go durations ≥ 0 (0: exact) or \"default\" (pacer.DefaultTolerance)")
 		fs.DurationVar(&r.duration, "duration", 3e9, "send time per run (> 0)")
@@ -120,12 +121,22 @@ func run(args []string, stdout, stderr io.Writer) error {
 			if r.rates, err = parseRates(ratesName, rates); err != nil {
 				return err
 			}
+			for _, v := range r.rates {
+				// Below a packet per run the pacer's first departure lies beyond the run's end
+				// (and below 8 bit/s the byte rate rounds to 0, unpaced).
+				if min := datagram * 8 / r.duration.Seconds(); v < min {
+					return usagef("%s %s: below one %d-byte packet per -duration %v (%.0f bit/s)", ratesName, congestion.FormatRate(int64(v)), datagram, r.duration, min)
+				}
+			}
 			if r.tolerances, err = parseTolerances(*tols); err != nil {
 				return err
 			}
 			return rateMode(c, r)
 		}
-	case "help":
+	case "help": // pacerbench help [MODE]
+		if len(args) > 0 {
+			return run([]string{args[0], "-h"}, stdout, stderr)
+		}
 		return run([]string{"-h"}, stdout, stderr)
 	default:
 		return usagef("unknown mode %q (valid: %s)", mode, strings.Join(modes, ", "))
@@ -133,7 +144,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintf(stderr, "usage: pacerbench [%s] [flags]  (the mode comes first; wait if none)\n\n", strings.Join(modes, "|"))
+			fmt.Fprintf(stderr, "usage: pacerbench [%s] [flags]  (the mode comes first; wait if none; pacerbench help MODE)\n\n", strings.Join(modes, "|"))
 			fmt.Fprintf(stderr, "  wait      each backend's lateness for waits of given lengths (the classic timer table)\n")
 			fmt.Fprintf(stderr, "  periodic  concurrent periodic tasks: each interval's error per backend\n")
 			fmt.Fprintf(stderr, "  rate      a paced sender at target rates: achieved rate, lateness and CPU per backend\n\n")

@@ -64,8 +64,14 @@ type rateRow struct {
 func parseRate(s string) (float64, error) { return parseFlagRate("-rate", s) }
 
 // parseFlagRate is parseRate whose error names flag: congestion.ParseRate's syntax, as
-// udtperf's -cc fixed:RATE takes it ("500mbit", "100m", "1.5gbps", "750Mbit/s").
+// udtperf's -cc fixed:RATE takes it ("500mbit", "100m", "750Mbit/s"), but not "bps", which tc
+// and the testbed's -rate read as bytes per second.
 func parseFlagRate(flag, s string) (float64, error) {
+	if strings.HasSuffix(strings.ToLower(strings.TrimSpace(s)), "bps") {
+		// congestion.ParseRate reads "mbps" as megabits, tc (and the testbed's -rate) as
+		// megabytes: refused here rather than guessed.
+		return 0, usagef("%s %q: ambiguous (tc reads bps as bytes per second): write bit, e.g. 500mbit", flag, s)
+	}
 	v, err := congestion.ParseRate(s)
 	if err != nil {
 		return 0, usagef("%s %q: want a rate > 0 in bit/s like 500mbit, 100m or 1.5gbps (%v)", flag, s, err)
