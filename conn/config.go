@@ -66,12 +66,14 @@ type Config struct {
 	// has 8192: a lost retransmission keeps a hole, and everything sent after it, in both buffers
 	// for several round trips, and 8192 packets are only 3.3 BDPs at 100 Mbit/s · 300 ms (the
 	// sender stalled there in the simulations). Memory is taken as used, in 64 KiB pages, and
-	// given back as the data is acknowledged, so an idle connection holds none.
+	// given back as the data is acknowledged, so an idle connection holds none (its per-packet
+	// bookkeeping, a few dozen bytes a packet, is allocated with the connection). At most
+	// 2^20 packets' payload (the largest flow window); more is clamped to that.
 	SendBuffer int
 
 	// RecvBuffer is the receive buffer in bytes, rounded down to whole packets of MSS−44 bytes.
 	// Default 32768 packets' payload (see SendBuffer); the flow window advertised is the smaller
-	// of it and FlowWindow.
+	// of it and FlowWindow. At most 2^20 packets' payload; more is clamped to that.
 	RecvBuffer int
 
 	// Pacer names the pacer.Waiter backend that times every data packet's departure (see
@@ -104,20 +106,23 @@ type Config struct {
 	// congestion.BBRFactory(), a
 	// model-based controller (BBRv3-style, from the sender's own delivery-rate samples) that
 	// takes random loss below the path's congestion level for what it is. UDT 4.11's native
-	// DAIMD (congestion.NativeFactory) is there for compatibility experiments.
+	// DAIMD (congestion.NativeFactory) is there for compatibility experiments. A factory that
+	// returns nil gets the default controller for that connection (never none).
 	Congestion congestion.Factory
 
 	// MaxBandwidth caps the sending rate in bytes/s (UDT_MAXBW, spec §5.5). 0 means no cap.
 	MaxBandwidth int64
 
 	// HandshakeTimeout bounds Dial: requests are re-sent every 250 ms until it passes (spec §3.2).
-	// Default 3 s; for Rendezvous, 30 s (DefaultRendezvousTimeout, the reference's, spec §3.3).
+	// Default (zero or negative) 3 s; for Rendezvous, 30 s (DefaultRendezvousTimeout, the
+	// reference's, spec §3.3).
 	HandshakeTimeout time.Duration
 	rdvTimeout       time.Duration // Rendezvous's bound: HandshakeTimeout as given, or its default
 
 	// IdleTimeout is how long a connection waits without hearing anything from its peer before it
 	// declares the peer dead; blocked and later calls then fail with a net.Error whose Timeout()
-	// reports true. Default 10 s.
+	// reports true. Default (zero or negative) 10 s. It is not bounded below: a value shorter
+	// than the peers' keep-alive interval (1 s) breaks connections that are merely idle.
 	IdleTimeout time.Duration
 
 	// Linger is how long a closed connection goes on delivering the data written before Close
@@ -135,7 +140,7 @@ type Config struct {
 	MessageMode bool
 
 	// Backlog is the number of established connections that may wait for Accept; further
-	// requests are rejected (handshake type 1002). Default 1024.
+	// requests are rejected (handshake type 1002). Default (zero or negative) 1024.
 	Backlog int
 
 	// noGRO: the socket turns UDP_GRO on only once bulk arrives (set by Dial for the socket it
@@ -202,6 +207,9 @@ func (c *Config) resolved() (Config, error) {
 	}
 	if r.SendBuffer < payload {
 		return r, fmt.Errorf("Config.SendBuffer %d smaller than one packet's payload (%d bytes)", r.SendBuffer, payload)
+	}
+	if r.SendBuffer/payload > maxFlowWindow { // as RecvBuffer: more could never be in flight
+		r.SendBuffer = maxFlowWindow * payload
 	}
 	if r.RecvBuffer == 0 {
 		r.RecvBuffer = DefaultBufferPackets * payload

@@ -129,6 +129,9 @@ func newConn(m *mux, cfg *Config, p connParams, now time.Time) *Conn {
 	c.timer = time.AfterFunc(time.Hour, c.onTimer)
 	c.timer.Stop()
 	var ctl congestion.Controller = cfg.Congestion()
+	if ctl == nil { // a factory with nothing to offer gets the default, not no control at all
+		ctl = congestion.BBRFactory()()
+	}
 	c.obs.init(cfg, c.traceInfo(ctl, p, now))
 	engineTracer, tracePackets := c.obs.engineTracer()
 	c.ep = stream.New(stream.Config{

@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/udtgo/udt/congestion"
 )
 
 // TestErrorText: errors read as package net's do, the network named once: "listen udt ADDR:
@@ -73,6 +75,43 @@ func TestConnErrorAddresses(t *testing.T) {
 	for name, set := range map[string]func(time.Time) error{"SetDeadline": c.SetDeadline, "SetReadDeadline": c.SetReadDeadline, "SetWriteDeadline": c.SetWriteDeadline} {
 		if err := set(time.Now()); !errors.Is(err, net.ErrClosed) || !errors.As(err, &oe) {
 			t.Errorf("%s after Close: %v, want a *net.OpError wrapping net.ErrClosed", name, err)
+		}
+	}
+}
+
+// TestConfigExtremes: a SendBuffer beyond the largest flow window is clamped (1<<62 bytes made a
+// slice length overflow and crashed the process in the reader goroutine at the first
+// connection), and a Congestion factory that returns nil gets the default controller instead of
+// no congestion control at all (both found by a new user's check).
+func TestConfigExtremes(t *testing.T) {
+	cfg := &Config{Pacer: "gotimer", SendBuffer: 1 << 62, RecvBuffer: 1 << 62,
+		Congestion: func() congestion.Controller { return nil }}
+	r, err := cfg.resolved()
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload := r.MSS - udpIPOverhead - headerSize
+	if r.SendBuffer != maxFlowWindow*payload || r.RecvBuffer != maxFlowWindow*payload {
+		t.Fatalf("SendBuffer %d, RecvBuffer %d: want both clamped to %d", r.SendBuffer, r.RecvBuffer, maxFlowWindow*payload)
+	}
+	ln, err := Listen("udp4", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	c, err := Dial("udp4", ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, x := range []*Conn{c, s.(*Conn)} {
+		if st := x.Stats(); st.CongestionWindow == 0 {
+			t.Errorf("no congestion window (%+v): a nil controller left the connection uncontrolled", st.CongestionWindow)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package stream
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Closing (spec §3.4). Close starts it and returns: Write takes nothing more, and what was
 // written is still sent and retransmitted while the peer acknowledges it, driven by the same
@@ -57,7 +60,7 @@ func (e *Endpoint) Close(now time.Time, linger time.Duration) {
 	}
 	t := e.since(now)
 	e.cl.closing = true
-	e.cl.lingerEnd = t + max(linger, 0)
+	e.cl.lingerEnd = t + min(max(linger, 0), math.MaxInt64-t) // a huge linger: never, not overflow
 	e.settle(t)
 }
 

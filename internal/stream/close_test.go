@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math"
 	"testing"
 	"time"
 
@@ -48,6 +49,32 @@ func TestCloseDeliversThenShutdown(t *testing.T) {
 	}
 	if l.ep[1].Err() != nil {
 		t.Fatalf("peer error %v", l.ep[1].Err())
+	}
+}
+
+// TestCloseHugeLinger: a linger as large as time.Duration allows means "wait for every
+// acknowledgement"; t + linger overflowed, the close settled at once and sent Shutdown, and the
+// peer read a clean EOF after the first packet (found by a new user's check with
+// Config.Linger = math.MaxInt64).
+func TestCloseHugeLinger(t *testing.T) {
+	r := linkRules{delay: 2 * time.Millisecond}
+	l := newLink(43, r, r)
+	newPair(l, pairOpts{isnA: 7, isnB: 8, ccA: &fixedCC{period: 100 * time.Microsecond}})
+	l.now = l.now.Add(time.Second) // a connection that has run a while: t > 0
+	src := randomBytes(43, 256<<10)
+	if n := l.ep[0].Write(src); n != len(src) {
+		t.Fatalf("wrote %d", n)
+	}
+	l.ep[0].Close(l.now, time.Duration(math.MaxInt64))
+	if settled, _, _ := l.ep[0].CloseResult(); settled {
+		t.Fatal("a close with unsent data and an unbounded linger settled at once")
+	}
+	b := &app{rbuf: make([]byte, 10000)}
+	if !l.run([2]*app{nil, b}, l.now.Add(time.Minute), func() bool { return b.eof && l.ep[0].Done() }) {
+		t.Fatalf("not done: read %d/%d, eof %v", len(b.dst), len(src), b.eof)
+	}
+	if !bytes.Equal(b.dst, src) {
+		t.Fatalf("the peer read %d of %d bytes before EOF", len(b.dst), len(src))
 	}
 }
 
