@@ -209,6 +209,15 @@ func (d *dialer) fail(err error) {
 	d.once.Do(func() { d.err = err; close(d.failed) })
 }
 
+// abortErr is the error of a handshake its Listener's Close ended: net.ErrClosed, or the socket's
+// failure when that is what closed the Listener.
+func (d *dialer) abortErr() error {
+	if isClosed(d.failed) {
+		return d.err
+	}
+	return net.ErrClosed
+}
+
 // dial runs the client side of the handshake (spec §3.2) on m. It takes a reference on m for the
 // connection and releases it if the handshake fails; a mux that dial's caller created for this
 // connection alone starts with no reference, so a failure tears it down. Closing abort (a
@@ -323,10 +332,7 @@ func dial(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, abort <-
 			return fail(ctx.Err())
 		case <-abort:
 			m.release()
-			if isClosed(d.failed) { // the socket failed, and closed the Listener with it
-				return fail(d.err)
-			}
-			return fail(net.ErrClosed)
+			return fail(d.abortErr())
 		}
 	}
 }

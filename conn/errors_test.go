@@ -94,22 +94,8 @@ func TestConfigExtremes(t *testing.T) {
 	if r.SendBuffer != maxFlowWindow*payload || r.RecvBuffer != maxFlowWindow*payload {
 		t.Fatalf("SendBuffer %d, RecvBuffer %d: want both clamped to %d", r.SendBuffer, r.RecvBuffer, maxFlowWindow*payload)
 	}
-	ln, err := Listen("udp4", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	c, err := Dial("udp4", ln.Addr().String(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := ln.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	for _, x := range []*Conn{c, s.(*Conn)} {
+	_, c, s := udpConns(t, cfg)
+	for _, x := range []*Conn{c, s} {
 		if st := x.Stats(); st.CongestionWindow == 0 {
 			t.Errorf("no congestion window (%+v): a nil controller left the connection uncontrolled", st.CongestionWindow)
 		}

@@ -33,6 +33,28 @@ func simConns(t *testing.T, p *simnet.Pair, cfg *Config) (client, server *Conn) 
 	return simConnsOn(t, p, ln, cfg)
 }
 
+// udpConns dials over UDP loopback (IPv4) to a Listener of cfg, both with cfg, and returns the
+// Listener and both ends; all three are closed when the test ends.
+func udpConns(t *testing.T, cfg *Config) (ln *Listener, client, server *Conn) {
+	t.Helper()
+	ln, err := Listen("udp4", "127.0.0.1:0", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	client, err = Dial("udp4", ln.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server, err = ln.AcceptUDT(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { server.Close() })
+	return ln, client, server
+}
+
 // simConnsOn is simConns with the caller's Listener on p.B, which it leaves open.
 func simConnsOn(t *testing.T, p *simnet.Pair, ln *Listener, cfg *Config) (client, server *Conn) {
 	t.Helper()

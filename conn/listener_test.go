@@ -69,25 +69,12 @@ func TestListenerCloseAbortsHandshakes(t *testing.T) {
 // after Close still sent its requests, and a listener elsewhere answered and even accepted).
 func TestListenerClosedDialsNothing(t *testing.T) {
 	cfg := &Config{Pacer: "gotimer"}
-	ln, err := Listen("udp4", "127.0.0.1:0", cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ln, _, _ := udpConns(t, cfg) // the accepted connection keeps ln's socket open after ln.Close
 	other, err := Listen("udp4", "127.0.0.1:0", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer other.Close()
-	c, err := Dial("udp4", ln.Addr().String(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	accepted, err := ln.Accept() // keeps ln's socket open after ln.Close
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer accepted.Close()
 	ln.Close()
 	for range 20 {
 		if _, err := ln.DialContext(context.Background(), "udp4", other.Addr().String()); !errors.Is(err, net.ErrClosed) {

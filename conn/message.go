@@ -109,10 +109,10 @@ func (c *Conn) WriteMessage(b []byte, ttl time.Duration, inOrder bool) error {
 // ReadMessage reads the next message into b and returns its length (UDT recvmsg, spec §7.2). It
 // blocks until a message is complete. If b is shorter than the message it returns a
 // *ShortBufferError with the message's size and the message stays queued; an empty b returns
-// (0, nil) at once, as io.Reader's convention has it, without waiting or taking a message. At the peer's orderly
-// close it returns a bare io.EOF once every message has been read. Other errors, inside a
-// *net.OpError: ErrStreamMode, os.ErrDeadlineExceeded (read deadline), net.ErrClosed, or the
-// connection's failure.
+// (0, nil) at once, as io.Reader's convention has it, without waiting or taking a message. At
+// the peer's orderly close it returns a bare io.EOF once every message has been read. Other
+// errors, inside a *net.OpError: ErrStreamMode, os.ErrDeadlineExceeded (read deadline),
+// net.ErrClosed, or the connection's failure.
 func (c *Conn) ReadMessage(b []byte) (int, error) {
 	if !c.cfg.MessageMode {
 		return 0, c.opErr("read", ErrStreamMode)

@@ -283,10 +283,7 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			return fail(ctx.Err())
 		case <-abort:
 			m.release()
-			if isClosed(d.failed) { // the socket failed, and closed the Listener with it
-				return fail(d.err)
-			}
-			return fail(net.ErrClosed)
+			return fail(d.abortErr())
 		}
 	}
 }

@@ -25,27 +25,31 @@ func NewGoTimer() *GoTimer {
 }
 
 // Wait implements Waiter.
-func (g *GoTimer) Wait(deadline time.Time) (woken bool) {
-	if g.wake.take() {
+func (g *GoTimer) Wait(deadline time.Time) (woken bool) { return timerWait(&g.wake, g.timer, deadline) }
+
+// timerWait is GoTimer's Wait on w with timer, which must be stopped and is left stopped: the
+// Go runtime's timer for the deadline, w's doorbell for Wake.
+func timerWait(w *wakeSignal, timer *time.Timer, deadline time.Time) (woken bool) {
+	if w.take() {
 		return true
 	}
 	if deadline.IsZero() {
-		return g.wake.block(nil)
+		return w.block(nil)
 	}
 	d := time.Until(deadline)
 	if d <= 0 {
 		return false
 	}
 	// Since Go 1.23 Reset on a stopped timer discards any stale tick, so <-C means this deadline.
-	g.timer.Reset(d)
-	defer g.timer.Stop()
+	timer.Reset(d)
+	defer timer.Stop()
 	for {
 		select {
-		case <-g.wake.ch:
-			if g.wake.take() {
+		case <-w.ch:
+			if w.take() {
 				return true
 			}
-		case <-g.timer.C:
+		case <-timer.C:
 			// The runtime fires a timer at or after its when (monotonic clock), never before.
 			return false
 		}

@@ -52,30 +52,11 @@ func (w *wakeSignal) block(done <-chan struct{}) bool {
 }
 
 // afterClose is Wait for a backend that was closed while something still waits on it (a Pacer
-// closed after its Waiter): the Go runtime's timer and w, so that the caller gets gotimer's
-// precision (about 1 ms on Linux) instead of a Wait that returns at once, which a pacer would
-// call in a loop, spinning a core.
+// closed after its Waiter): GoTimer's Wait on w, so that the caller gets gotimer's precision
+// (about 1 ms on Linux) instead of a Wait that returns at once, which a pacer would call in a
+// loop, spinning a core.
 func afterClose(w *wakeSignal, deadline time.Time) bool {
-	if w.take() {
-		return true
-	}
-	if deadline.IsZero() {
-		return w.block(nil)
-	}
-	d := time.Until(deadline)
-	if d <= 0 {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-w.ch:
-			if w.take() {
-				return true
-			}
-		case <-t.C:
-			return false
-		}
-	}
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return timerWait(w, t, deadline)
 }

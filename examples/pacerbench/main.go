@@ -25,11 +25,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/udtgo/udt/congestion"
 	"io"
 	"os"
 	"strings"
 
+	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/pacer"
 )
 
@@ -124,8 +124,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 			for _, v := range r.rates {
 				// Below a packet per run the pacer's first departure lies beyond the run's end
 				// (and below 8 bit/s the byte rate rounds to 0, unpaced).
-				if min := datagram * 8 / r.duration.Seconds(); v < min {
-					return usagef("%s %s: below one %d-byte packet per -duration %v (%.0f bit/s)", ratesName, congestion.FormatRate(int64(v)), datagram, r.duration, min)
+				if least := datagram * 8 / r.duration.Seconds(); v < least {
+					return usagef("%s %s: below one %d-byte packet per -duration %v (%.0f bit/s)", ratesName, congestion.FormatRate(int64(v)), datagram, r.duration, least)
 				}
 			}
 			if r.tolerances, err = parseTolerances(*tols); err != nil {

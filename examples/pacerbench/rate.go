@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"github.com/udtgo/udt/congestion"
 	"math"
 	"net"
 	"net/netip"
@@ -12,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/udtgo/udt/congestion"
 	"github.com/udtgo/udt/internal/udpio"
 	"github.com/udtgo/udt/pacer"
 )

@@ -85,9 +85,6 @@ func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOr
 		deadline = int64(e.since(now) + ttl)
 	}
 	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
-	if errors.Is(err, buffer.ErrMessageTooLarge) {
-		return false, ErrMessageTooLarge // cannot happen below MaxMessage; one error for callers
-	}
 	e.msgs.want = 0
 	if ok {
 		e.stats.BytesWritten += uint64(len(p))

@@ -12,19 +12,27 @@ import (
 // newMsgPair wires two message-mode endpoints (0 sends, 1 receives) through l, with fixed-rate
 // controllers unless cc makes them.
 func newMsgPair(l *link, sendBuf, recvBuf int, cc ...congestion.Factory) {
-	mk := func(i int, local, peer, isn, peerISN uint32) *Endpoint {
-		var ctl congestion.Controller = &fixedCC{period: 20 * time.Microsecond}
+	newMsgPairWith(l, func(c *Config) {
+		c.SendBuffer, c.RecvBuffer = sendBuf, recvBuf
 		if len(cc) > 0 {
-			ctl = cc[0]()
+			c.Controller = cc[0]()
 		}
-		return New(Config{
+	})
+}
+
+// newMsgPairWith is newMsgPair with each endpoint's Config adjusted by set (called once per
+// endpoint, so that a controller it makes is each one's own).
+func newMsgPairWith(l *link, set func(*Config)) {
+	mk := func(local, peer, isn, peerISN uint32) *Endpoint {
+		c := Config{
 			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
-			SendBuffer: sendBuf, RecvBuffer: recvBuf,
-			Controller: ctl, Start: l.now,
-		}, l.now)
+			Controller: &fixedCC{period: 20 * time.Microsecond}, Start: l.now,
+		}
+		set(&c)
+		return New(c, l.now)
 	}
-	l.ep[0] = mk(0, 0x1111, 0x2222, 1<<31-300, 77)
-	l.ep[1] = mk(1, 0x2222, 0x1111, 77, 1<<31-300)
+	l.ep[0] = mk(0x1111, 0x2222, 1<<31-300, 77)
+	l.ep[1] = mk(0x2222, 0x1111, 77, 1<<31-300)
 }
 
 // msgSpec is one message a test writes.
@@ -288,16 +296,10 @@ func TestMessageLimits(t *testing.T) {
 func TestMessageLimitAtPacketSize(t *testing.T) {
 	const window, base = 10, 1200
 	l := newLink(5, linkRules{delay: 5 * time.Millisecond}, linkRules{delay: 5 * time.Millisecond})
-	mk := func(local, peer, isn, peerISN uint32) *Endpoint {
-		return New(Config{
-			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
-			RecvBuffer: window, PeerFlowWindow: window,
-			PathMTU:    PathMTUConfig{Discover: true, Base: base},
-			Controller: &fixedCC{period: 20 * time.Microsecond}, Start: l.now,
-		}, l.now)
-	}
-	l.ep[0] = mk(0x1111, 0x2222, 1<<31-300, 77)
-	l.ep[1] = mk(0x2222, 0x1111, 77, 1<<31-300)
+	newMsgPairWith(l, func(c *Config) {
+		c.RecvBuffer, c.PeerFlowWindow = window, window
+		c.PathMTU = PathMTUConfig{Discover: true, Base: base}
+	})
 	e := l.ep[0]
 	payload := base - headerSize
 	if got := e.MaxMessage(); got != window*payload {
@@ -323,16 +325,10 @@ func TestMessageLimitAtPacketSize(t *testing.T) {
 func TestMessageWaitForRoom(t *testing.T) {
 	const slots, base = 20, 1200
 	l := newLink(6, linkRules{delay: 5 * time.Millisecond}, linkRules{delay: 5 * time.Millisecond})
-	mk := func(local, peer, isn, peerISN uint32) *Endpoint {
-		return New(Config{
-			LocalID: local, PeerID: peer, ISN: isn, PeerISN: peerISN, Messages: true,
-			SendBuffer: slots * 1456, RecvBuffer: 64, PeerFlowWindow: 64,
-			PathMTU:    PathMTUConfig{Discover: true, Base: base},
-			Controller: &fixedCC{period: 20 * time.Microsecond}, Start: l.now,
-		}, l.now)
-	}
-	l.ep[0] = mk(0x1111, 0x2222, 1<<31-300, 77)
-	l.ep[1] = mk(0x2222, 0x1111, 77, 1<<31-300)
+	newMsgPairWith(l, func(c *Config) {
+		c.SendBuffer, c.RecvBuffer, c.PeerFlowWindow = slots*1456, 64, 64
+		c.PathMTU = PathMTUConfig{Discover: true, Base: base}
+	})
 	e := l.ep[0]
 	if ok, err := e.WriteMessage(l.now, make([]byte, 5000), 0, false); !ok || err != nil {
 		t.Fatalf("first message: %v %v", ok, err)
