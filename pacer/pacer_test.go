@@ -66,6 +66,17 @@ func (f *flowPeriodic) nCalls() int {
 	return len(f.calls)
 }
 
+// firstCall returns the time the first Release was given (zero before any): its Scheduler's
+// slots count from it.
+func (f *flowPeriodic) firstCall() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.calls) == 0 {
+		return time.Time{}
+	}
+	return f.calls[0]
+}
+
 // flowFunc adapts a function to pacer.Flow.
 type flowFunc func(now time.Time, max int) (int, time.Time)
 
