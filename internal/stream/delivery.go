@@ -92,6 +92,7 @@ type deliveryTracker struct {
 	rackSent        time.Duration // the latest departure of a packet known delivered (RACK.xmit_ts)
 	retransInFlight int           // records with pktRetrans and pktInFlight
 	implied         int64         // bytes imply took out of the flight since the last sample
+	implyLimit      int           // packets imply may take out beyond the highest known received (0: any)
 	srtt, rttVar    time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)

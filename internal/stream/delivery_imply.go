@@ -18,6 +18,9 @@ import (
 // congestion window bounds; it is still delivered (and counted in rate samples) only when an ACK
 // or NAK reports it, and a NAK naming it after all (its successor was lost too) declares it lost.
 // Retransmissions are never implied: their hole stays open until an ACK closes it.
+//
+// Silence implies at most implyLimit packets beyond the highest one a report showed received
+// (see implyCapped): a receiver that says nothing at all is not known to be running.
 func (d *deliveryTracker) imply(t, fallback time.Duration) {
 	old := t - d.implyWait(fallback)
 	k := max(seqno.Offset(d.base, d.impliedFront), 0)
@@ -34,6 +37,9 @@ func (d *deliveryTracker) imply(t, fallback time.Duration) {
 			d.implyAt(last)
 		}
 		last = k
+		if d.implyCapped(k) {
+			break // not to be implied by silence, nor anything after it
+		}
 	}
 	if last >= 0 {
 		d.impliedFront = d.base.Add(last)
@@ -60,11 +66,33 @@ func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool)
 		if p.flags&(pktRetrans|pktSkipped) != 0 {
 			continue
 		}
+		if seen == 0 && d.implyCapped(k) {
+			return 0, false // only a report can move the cap
+		}
 		if seen++; seen == 2 {
 			return p.sent + d.implyWait(fallback), true
 		}
 	}
 	return 0, false
+}
+
+// implyCapped reports that the record at offset k lies implyLimit or more packets beyond the
+// highest packet known received (from an ACK or a NAK), so that silence alone may not imply it.
+// Imply bridges the time a hole holds UDT's cumulative ACK back, about a repair's round trip,
+// in which a sender within its congestion window sends at most a window of packets; the
+// endpoint sets the limit to that window (0: no limit). A receiver that reports nothing at all,
+// descheduled or overwhelmed (on loopback the receiver's CPU is the bottleneck), would otherwise
+// let silence free the window again and again, up to the flow window: 25 000 packets queued in
+// its socket where the window was a few hundred.
+func (d *deliveryTracker) implyCapped(k int) bool {
+	if d.implyLimit <= 0 {
+		return false
+	}
+	front := d.base // the first packet not known received
+	if d.hasHighest && seqno.Offset(d.base, d.highest) >= 0 {
+		front = d.highest.Inc()
+	}
+	return seqno.Offset(front, d.base.Add(k)) >= d.implyLimit
 }
 
 func (d *deliveryTracker) implyAt(k int) {

@@ -518,3 +518,44 @@ func TestDeliveryRepairAfterBlindResend(t *testing.T) {
 		t.Errorf("the repair of a reported loss after go-back-N: %+v, want a repair's sample", s)
 	}
 }
+
+// Silence implies at most implyLimit packets beyond the highest one a report showed received: a
+// receiver that reports nothing, descheduled or overwhelmed, is not known to be running. Without
+// the cap a loopback bulk sender whose window was a few hundred packets took a stalled reader's
+// silence for arrivals and filled the flow window, 25 000 packets, into its socket.
+func TestImplyCappedBeyondTheReports(t *testing.T) {
+	isn := seqno.Seq(1<<31 - 16) // the 31-bit wrap falls inside the flight
+	d := newDeliveryTracker(isn, 64)
+	d.implyLimit = 8
+	wait := 20 * time.Millisecond
+	for k := range 40 {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*time.Millisecond, false)
+	}
+	d.begin()
+	d.onCumAck(isn.Add(10), 15*time.Millisecond, wait) // 0–9 received: the highest is 9
+	d.sample(15*time.Millisecond, time.Time{}, 100)
+	late := time.Second // everything sent is old enough, and nothing more is reported
+	d.begin()
+	d.imply(late, wait)
+	if d.implied != 800 || d.inflight != 2200 {
+		t.Fatalf("imply: %d bytes implied, %d in flight; want 800 (10–17), 2200", d.implied, d.inflight)
+	}
+	d.sample(late, time.Time{}, 100)
+	if due, ok := d.implyDue(wait); ok {
+		t.Fatalf("implyDue = %v, true at the cap: a sender held by its window would wake for nothing", due)
+	}
+	d.begin()
+	d.imply(2*late, wait)
+	if d.implied != 0 {
+		t.Fatalf("imply implied %d bytes more without a report", d.implied)
+	}
+	d.sample(2*late, time.Time{}, 100)
+	// A NAK reports 20 missing and 21 received (spec §4.4): the cap moves to 21 + 8.
+	d.begin()
+	d.onLost(isn.Add(20), isn.Add(20))
+	d.onNAKFrontier(isn.Add(21), func(s seqno.Seq) bool { return s == isn.Add(20) }, 2*late)
+	d.imply(2*late, wait)
+	if s, _ := d.sample(2*late, time.Time{}, 100); s.InFlight != 1000 {
+		t.Fatalf("after the NAK: %d bytes in flight, want 1000 (30–39: the cap 21 + 8 = 29)", s.InFlight)
+	}
+}
