@@ -2,6 +2,8 @@ package buffer
 
 import (
 	"math/bits"
+	"slices"
+	"sort"
 
 	"github.com/udtgo/udt/internal/seqno"
 )
@@ -331,58 +333,83 @@ func (m *recvMsgs) sweep() {
 // Drop gives up message no, whose packets the sender numbered first..last (inclusive; the
 // message drop request, spec §2.6): its packets held are freed and never delivered, its missing
 // ones count as received for the ACK number, and the message's packets just outside the range
-// are given up too (the reference's request may start in the middle of a message). Packets in the
-// range carrying another message's number are kept. The range is clipped to the window. It
-// returns the number of slots given up.
-func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) int {
+// are given up too (the reference's request may start in the middle of a message). A message's
+// packets have consecutive numbers, so a packet of another message in the range ends what the
+// request can mean: the range is applied up to it, and it and everything after it are kept. The
+// range is clipped to the window. Drop returns the number of slots given up and the last number
+// the request was applied to (before first if none).
+//
+// A request costs O(1 + slots given up + range/64), whatever the peer sends: slots given up
+// before are skipped 64 at a time, and a request that changes nothing leaves the head message's
+// state alone (UDT 4.11's dropMsg scans its whole buffer for every request, so a peer repeating
+// one made its receiver do O(window) work per 24-byte packet).
+func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end seqno.Seq) {
 	m := b.msg
 	lo, hi := max(seqno.Offset(b.seq, first), 0), min(seqno.Offset(b.seq, last), b.n-1)
 	if seqno.Offset(first, last) < 0 || lo > hi {
-		return 0
+		return 0, first.Dec()
 	}
-	marked := 0
-	for d := lo; d <= hi; d++ {
+	minD, maxD := hi+1, -1 // the span of the slots given up
+	touch := func(d int) {
+		minD, maxD = min(minD, d), max(maxD, d)
+		marked++
+	}
+	d := lo
+	for ; d <= hi; d++ {
 		i := b.slot(d)
-		switch {
-		case m.isGone(i):
-		case b.has(i):
-			if seqno.MsgFromWire(m.word1[i]) != no {
+		if i&63 == 0 && d+63 <= hi && i+63 < b.n {
+			if w := i >> 6; b.present[w]&m.gone[w] == ^uint64(0) {
+				d += 63 // 64 slots given up before
 				continue
 			}
+		}
+		if m.isGone(i) {
+			continue
+		}
+		if b.has(i) {
+			if seqno.MsgFromWire(m.word1[i]) != no {
+				break // another message's packet: not part of this one
+			}
 			m.giveUp(i)
-			marked++
-		default:
+		} else {
 			b.present[i>>6] |= 1 << (i & 63)
 			m.setGone(i)
 			m.word1[i] = Word1(ffMiddle, false, no)
-			marked++
 		}
+		touch(d)
 	}
+	end = b.seq.Add(d - 1)
 	same := func(d int) bool {
 		i := b.slot(d)
 		return b.has(i) && !m.isGone(i) && seqno.MsgFromWire(m.word1[i]) == no
 	}
-	for d := lo - 1; d >= 0 && same(d); d-- {
-		m.giveUp(b.slot(d))
-		marked++
+	for k := lo - 1; k >= 0 && same(k); k-- {
+		m.giveUp(b.slot(k))
+		touch(k)
 	}
-	for d := hi + 1; d < b.n && same(d); d++ {
-		m.giveUp(b.slot(d))
-		marked++
+	for k := d; k < b.n && same(k); k++ {
+		m.giveUp(b.slot(k))
+		touch(k)
 	}
 	delete(m.track, no)
-	k := 0
-	for _, o := range m.ooo {
-		if o.no != no {
-			m.ooo[k] = o
+	if marked == 0 {
+		return 0, end
+	}
+	// A complete out-of-order message of no lies within the span: all its packets were given up.
+	k := sort.Search(len(m.ooo), func(j int) bool { return seqno.Offset(b.seq, m.ooo[j].first) >= minD })
+	for k < len(m.ooo) && seqno.Offset(b.seq, m.ooo[k].first) <= maxD {
+		if m.ooo[k].no == no {
+			m.ooo = slices.Delete(m.ooo, k, k+1)
+		} else {
 			k++
 		}
 	}
-	m.ooo = m.ooo[:k]
-	m.scan, m.scanBytes, m.ready, m.readyBytes = 0, 0, 0, 0
+	if minD < max(m.scan, m.ready) { // the head message lost a packet it had counted
+		m.scan, m.scanBytes, m.ready, m.readyBytes = 0, 0, 0, 0
+	}
 	m.advance()
 	m.settle()
-	return marked
+	return marked, end
 }
 
 // Discarded returns the number of packets discarded unread because their message was broken

@@ -190,7 +190,7 @@ func (e *Endpoint) onMsgDrop(b []byte) bool {
 // applyDrop gives up first..last (all at or below the largest received number) of message no.
 func (e *Endpoint) applyDrop(no seqno.Msg, first, last seqno.Seq) {
 	ack := e.rcv.AckSeq()
-	e.rcv.Drop(first, last, no)
+	_, last = e.rcv.Drop(first, last, no) // up to another message's packet, if one is in the range
 	e.rloss.RemoveRange(first, last)
 	e.syncLRSN()
 	if e.rcv.AckSeq() != ack {
