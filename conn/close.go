@@ -34,7 +34,8 @@ func (e lingerError) Is(target error) bool { return target == errLingerPassed }
 // calls return net.ErrClosed. The socket's goroutines go on delivering what was written,
 // retransmitting as needed, until the peer has acknowledged all of it or Config.Linger has
 // passed (with a negative Linger: not at all); then they send Shutdown (spec §3.4), re-sent
-// until the peer answers (at most 9 times, ≈ 0.2 s on a LAN: a UDT 4.11 peer never answers),
+// until the peer answers (at most 9 times, max(2·RTT, 20 ms) apart: ≈ 0.2 s on a LAN, 1.8 s on a
+// connection that exchanged no data and so measured no RTT; a UDT 4.11 peer never answers),
 // and forget the connection. Close is idempotent, safe for concurrent use and returns nil.
 //
 // What Close does not guarantee: delivery. It returns before the data has arrived, and the
@@ -58,7 +59,7 @@ func (c *Conn) Close() error {
 
 // CloseContext closes the connection as Close does and waits until it is over: everything
 // written acknowledged (or not), Shutdown sent and answered (or re-sent in vain, ≈ 0.2 s against a
-// UDT 4.11 peer), the connection forgotten, so that the process may exit or close a socket given
+// UDT 4.11 peer on a LAN, see Close), the connection forgotten, so that the process may exit or close a socket given
 // to DialPacketContext or NewListener. It returns nil if the peer acknowledged everything
 // written; an error matching ErrUnacknowledged (errors.Is) if the close ended with data
 // unacknowledged, because Config.Linger passed (at once with a negative Linger), the peer shut
