@@ -78,9 +78,11 @@ func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool)
 
 // implyCapped reports that the record at offset k lies implyLimit or more packets beyond the
 // highest packet known received (from an ACK or a NAK), so that silence alone may not imply it.
-// Imply bridges the time a hole holds UDT's cumulative ACK back, about a repair's round trip,
-// in which a sender within its congestion window sends at most a window of packets; the
-// endpoint sets the limit to that window (0: no limit). A receiver that reports nothing at all,
+// Imply bridges the time a hole holds UDT's cumulative ACK back: from the NAK that reports the
+// packet after the hole (the highest known received) to the ACK of the repair, about two round
+// trips of sending (the flight sent after that packet, then the repair's round trip), in which
+// a sender within its congestion window sends at most two windows of packets; the endpoint sets
+// the limit to that (0: no limit). A receiver that reports nothing at all,
 // descheduled or overwhelmed (on loopback the receiver's CPU is the bottleneck), would otherwise
 // let silence free the window again and again, up to the flow window: 25 000 packets queued in
 // its socket where the window was a few hundred.

@@ -194,7 +194,7 @@ func (e *Endpoint) applyCC() {
 	if st.Window > 0 {
 		e.cwnd = max(int(min(st.Window, maxWindow)), 2)
 	}
-	e.dlv.implyLimit = e.cwnd // silence stands for at most a window of arrivals (implyCapped)
+	e.dlv.implyLimit = 2 * e.cwnd // silence stands for at most two windows of arrivals (implyCapped)
 	e.ccACKPeriod, e.ccACKInterval, e.ccRTO = st.ACKPeriod, st.ACKInterval, st.RTO
 	e.traceCC()
 }
