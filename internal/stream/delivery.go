@@ -55,8 +55,11 @@ type pktRecord struct {
 	lost        int64         // C.lost at the send
 	txInFlight  int64         // bytes in flight just after the send (BBR's P.tx_in_flight)
 	event       uint64        // the delivery events counted when it was sent (see spans)
-	size        int32         // datagram bytes
-	flags       uint16
+	// ord counts first transmissions: the tracker's sent count when this packet first left (a
+	// skipped number takes the next packet's), so that imply's cap counts packets, not numbers.
+	ord   uint32
+	size  uint16 // datagram bytes (at most MSS − 28 < 2^16)
+	flags uint16
 }
 
 // deliveryTracker holds a record for every packet sent and not cumulatively acknowledged, in a
@@ -93,6 +96,7 @@ type deliveryTracker struct {
 	retransInFlight int           // records with pktRetrans and pktInFlight
 	implied         int64         // bytes imply took out of the flight since the last sample
 	implyLimit      int           // packets imply may take out beyond the highest known received (0: any)
+	sentOrd         uint32        // first transmissions so far (pktRecord.ord), mod 2^32
 	srtt, rttVar    time.Duration // RFC 6298's smoothing of the packet RTT samples (0: none yet)
 
 	ev     deliveryEvent // the event being accumulated (begin … sample)
@@ -165,7 +169,8 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 		d.grow()
 		d.n++
 		p = d.at(k)
-		*p = pktRecord{size: int32(size)}
+		*p = pktRecord{size: uint16(size), ord: d.sentOrd}
+		d.sentOrd++
 	case retrans && k >= 0 && k < d.n:
 		p = d.at(k)
 		if p.flags&pktDelivered != 0 {

@@ -60,24 +60,30 @@ func (d *deliveryTracker) implyWait(fallback time.Duration) time.Duration {
 // held back by its window must wake then (RFC 8985 §6.2 arms its reordering timer for the same
 // reason): while a hole holds UDT's cumulative ACK, nothing else would.
 func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool) {
-	seen := 0
+	target := false // the first record imply would take out (in flight, never lost) is found
 	for k := max(seqno.Offset(d.base, d.impliedFront), 0); k < d.n; k++ {
 		p := d.at(k)
 		if p.flags&(pktRetrans|pktSkipped) != 0 {
 			continue
 		}
-		if seen == 0 && d.implyCapped(k) {
-			return 0, false // only a report can move the cap
-		}
-		if seen++; seen == 2 {
+		if target {
 			return p.sent + d.implyWait(fallback), true
 		}
+		if p.flags&(pktInFlight|pktEverLost) != pktInFlight {
+			continue // implying it changes nothing: no wake for it
+		}
+		if d.implyCapped(k) {
+			return 0, false // only a report can move the cap
+		}
+		target = true
 	}
 	return 0, false
 }
 
 // implyCapped reports that the record at offset k lies implyLimit or more packets beyond the
 // highest packet known received (from an ACK or a NAK), so that silence alone may not imply it.
+// It counts packets sent, not sequence numbers: a given-up message's numbers that never left
+// (skip) do not count.
 // Imply bridges the time a hole holds UDT's cumulative ACK back: from the NAK that reports the
 // packet after the hole (the highest known received) to the ACK of the repair, about two round
 // trips of sending (the flight sent after that packet, then the repair's round trip), in which
@@ -90,11 +96,14 @@ func (d *deliveryTracker) implyCapped(k int) bool {
 	if d.implyLimit <= 0 {
 		return false
 	}
-	front := d.base // the first packet not known received
+	f := 0 // the offset of the first packet not known received
 	if d.hasHighest && seqno.Offset(d.base, d.highest) >= 0 {
-		front = d.highest.Inc()
+		f = seqno.Offset(d.base, d.highest) + 1
 	}
-	return seqno.Offset(front, d.base.Add(k)) >= d.implyLimit
+	if f >= k {
+		return false
+	}
+	return d.at(k).ord-d.at(f).ord >= uint32(d.implyLimit) // ordinals rise by one per packet sent
 }
 
 func (d *deliveryTracker) implyAt(k int) {

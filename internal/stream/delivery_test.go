@@ -559,3 +559,76 @@ func TestImplyCappedBeyondTheReports(t *testing.T) {
 		t.Fatalf("after the NAK: %d bytes in flight, want 1000 (30–39: the cap 21 + 8 = 29)", s.InFlight)
 	}
 }
+
+// implyDue asks for a wake only when imply can take a packet out of the flight: found by review,
+// it took the record at impliedFront whatever its state, so records a NAK had delivered (read as
+// SACK) or declared lost each cost a window-limited sender a wake that implied nothing (12 of 19
+// here; 40–70 % of the imply wakes in a bulk transfer at 1–3 % loss).
+func TestImplyDueOnlyWhenImplyCanTakeOut(t *testing.T) {
+	isn := seqno.Seq(1<<31 - 4)
+	d := newDeliveryTracker(isn, 256)
+	d.implyLimit = 12
+	wait := 20 * time.Millisecond
+	ms := time.Millisecond
+	for k := range 20 { // 0–19 sent 1 ms apart
+		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
+	}
+	// At 15 ms (before any is old enough) a NAK: 0 missing, 1–11 received (highest 11).
+	d.begin()
+	d.onLost(isn, isn)
+	d.onNAKFrontier(isn.Add(11), func(s seqno.Seq) bool { return s == isn }, 15*ms)
+	d.imply(15*ms, wait)
+	d.sample(15*ms, time.Time{}, 100)
+	// In flight: 12–19 (8 packets), all within the cap (11 + 12 = 23). Imply can only ever take out
+	// 12–18; the first wake that can is at 13's departure + wait = 33 ms.
+	wakes, empty := 0, 0
+	for {
+		due, ok := d.implyDue(wait)
+		if !ok || wakes > 100 {
+			break
+		}
+		before := d.inflightPkts
+		d.begin()
+		d.imply(due, wait)
+		d.sample(due, time.Time{}, 100)
+		wakes++
+		if d.inflightPkts == before {
+			empty++
+			t.Logf("wake at %v implied nothing", due)
+		}
+	}
+	if empty > 0 {
+		t.Errorf("%d of %d imply wakes implied nothing (records already delivered by the NAK)", empty, wakes)
+	}
+}
+
+// The imply cap counts packets sent, not sequence numbers: found by review, a given-up message's
+// numbers (never sent, pktSkipped) used it up, so behind a hole whose repair was pending imply
+// took nothing out past a skipped run of implyLimit numbers, though only a few packets had left.
+func TestImplyCapCountsPacketsNotSkippedNumbers(t *testing.T) {
+	isn := seqno.Seq(1<<31 - 16)
+	d := newDeliveryTracker(isn, 256)
+	d.implyLimit = 8
+	wait := 20 * time.Millisecond
+	for k := range 4 { // 0–3 sent
+		d.onSend(isn.Add(k), 100, time.Duration(k)*time.Millisecond, false)
+	}
+	for k := 4; k < 54; k++ { // 4–53: a given-up message, never sent
+		d.skip(isn.Add(k))
+	}
+	for k := 54; k < 60; k++ { // 54–59 sent
+		d.onSend(isn.Add(k), 100, time.Duration(k)*time.Millisecond, false)
+	}
+	// A NAK: 0 missing, 1 received (highest 1); the repair of 0 is pending.
+	d.begin()
+	d.onLost(isn, isn)
+	d.onNAKFrontier(isn.Add(1), func(s seqno.Seq) bool { return s == isn }, 60*time.Millisecond)
+	d.sample(60*time.Millisecond, time.Time{}, 100)
+	// Sent beyond the highest reported: 2, 3 and 54–59, 8 packets; the cap is 8 packets beyond 1.
+	d.begin()
+	d.imply(time.Second, wait)
+	d.sample(time.Second, time.Time{}, 100)
+	if d.inflightPkts > 1 { // 59 may stay as the evidence-less last one
+		t.Errorf("%d packets still in flight after imply, want ≤ 1: the 50 skipped numbers counted against the cap of 8 sent packets", d.inflightPkts)
+	}
+}

@@ -316,7 +316,7 @@ func (d *deliveryTracker) skip(seq seqno.Seq) {
 	if k := seqno.Offset(d.base, seq); k == d.n && d.n < d.limit {
 		d.grow()
 		d.n++
-		*d.at(k) = pktRecord{flags: pktDelivered | pktSkipped}
+		*d.at(k) = pktRecord{flags: pktDelivered | pktSkipped, ord: d.sentOrd}
 	}
 }
 
