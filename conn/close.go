@@ -11,8 +11,9 @@ import (
 )
 
 // ErrUnacknowledged: CloseContext's close ended with data the peer never acknowledged. The error
-// wraps the cause too: ErrPeerShutdown, the connection's error (ErrPeerIdle, a socket error), or
-// errLingerPassed.
+// wraps the cause too: ErrPeerShutdown, the connection's error (ErrPeerIdle, a socket error), or,
+// when Config.Linger passed first (or was negative), an unexported error that says so in its
+// text: an ErrUnacknowledged that matches none of the others is the linger's.
 var ErrUnacknowledged = errors.New("udt: connection closed with data unacknowledged")
 
 // errLingerPassed is the cause of ErrUnacknowledged when Config.Linger passed first.

@@ -122,7 +122,12 @@ type Config struct {
 	// IdleTimeout is how long a connection waits without hearing anything from its peer before it
 	// declares the peer dead; blocked and later calls then fail with a net.Error whose Timeout()
 	// reports true. Default (zero or negative) 10 s. It is not bounded below: a value shorter
-	// than the peers' keep-alive interval (1 s) breaks connections that are merely idle.
+	// than the peers' keep-alive interval (1 s) breaks connections that are merely idle. A peer
+	// whose host reports its port closed (ICMP port unreachable, as a killed process's does) is
+	// declared dead sooner, if nothing at all arrives from it within two keep-alive intervals
+	// plus a retransmission timeout of the report (about 2–3 s), with an error that also matches
+	// syscall.ECONNREFUSED (Linux; a forged report cannot end a live connection, whose peer
+	// speaks more often).
 	IdleTimeout time.Duration
 
 	// Linger is how long a closed connection goes on delivering the data written before Close
@@ -148,7 +153,9 @@ type Config struct {
 	noGRO bool
 
 	// Logger receives what happens to connections and listeners worth an operator's
-	// attention, with the local and remote address and the socket ID:
+	// attention, with the local and remote address and the socket ID (the local address is the
+	// socket's bound one, as Listener.Addr gives it: 0.0.0.0:port for a Dial that bound no
+	// address, where Conn.LocalAddr names the source address the route picks):
 	//   - Warn: a dead peer (nothing heard for IdleTimeout) or a peer's error signal, the
 	//     connection's counters then; hostile or misdirected packets dropped (malformed, an ACK
 	//     or NAK of data never sent, packets from another address than the peer's); connection

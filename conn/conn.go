@@ -16,7 +16,8 @@ import (
 	"github.com/udtgo/udt/pacer"
 )
 
-// Conn is one UDT connection: a reliable, ordered byte stream (UDT STREAM socket type). It
+// Conn is one UDT connection: a reliable, ordered byte stream (UDT STREAM socket type), or
+// with Config.MessageMode whole messages (UDT DGRAM; see WriteMessage). It
 // implements net.Conn; all methods are safe for concurrent use. Dial, a Listener or Rendezvous
 // makes one; Close ends it (see Close for what happens to unsent data), and Stats reports on it.
 type Conn struct {

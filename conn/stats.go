@@ -16,6 +16,15 @@ import (
 // (GRO, loopback, a shaper or a virtualised NIC releasing several at once) they read the batch
 // spacing, not the path, and can be off by orders of magnitude either way. The default
 // controller does not use them; it measures the delivery rate itself (congestion.Delivery).
+// Before there is an estimate they hold starting values (RecvRate 16, Bandwidth 1,
+// LocalRecvRate 1 on a side that has received no data), not measurements.
+//
+// RTT and RTTVar start at UDT4's 100 ms and 50 ms (spec §4.2) and follow the ACK2 round trips
+// once data flows; the handshake's round trip seeds only the controller (congestion.Params.RTT).
+// CongestionWindow bounds the packets in the network (neither acknowledged, nor shown received
+// by a NAK or by silence, nor declared lost: congestion.DeliveryController), FlightSize counts
+// those not yet cumulatively acknowledged, so it may exceed the window while a hole holds the
+// ACK back; the flow window bounds FlightSize.
 type Stats struct {
 	PktSent       uint64 // data packets sent, retransmissions included (pktSentTotal)
 	PktRecv       uint64 // data packets received, duplicates included (pktRecvTotal)

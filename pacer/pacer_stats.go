@@ -19,8 +19,9 @@ type Stats struct {
 	// tolerance, counts as 0).
 	Lateness Distribution
 
-	// PacketsPerWake is, per wake that released anything, the packets released before the next
-	// Wait, in packets.
+	// PacketsPerWake is, per wake that called a flow's Release, the packets released before the
+	// next Wait, in packets; 0 when the Releases sent nothing (a flow held back by its window
+	// asks to run and then finds nothing it may send), which lowers Mean and Min.
 	PacketsPerWake Distribution
 }
 

@@ -12,7 +12,7 @@ import (
 // woke (oversleep) over its last 512 sleeps and takes their 99th percentile plus 2 µs (the p99 at
 // which the pacer's precision is stated), clamped to [3 µs, 1.5 ms]. Five samples lie above that
 // quantile, so a one-off 1–10 ms vCPU preemption cannot hold the margin up, while a noisier system
-// raises it within a few hundred waits. It starts at 50 µs. Since only sleeps teach it, and an
+// raises it within a few hundred waits. It starts at about 50 µs. Since only sleeps teach it, and an
 // exact wait shorter than the margin does not sleep, a margin that saw no sleep for a second is
 // halved (every sample is capped at half of it), so it comes back down after a burst of load even
 // when the waits are short; a sleep that then wakes late raises it again.
