@@ -84,14 +84,15 @@ func (d *deliveryTracker) implyDue(fallback time.Duration) (time.Duration, bool)
 // highest packet known received (from an ACK or a NAK), so that silence alone may not imply it.
 // It counts packets sent, not sequence numbers: a given-up message's numbers that never left
 // (skip) do not count.
+//
 // Imply bridges the time a hole holds UDT's cumulative ACK back: from the NAK that reports the
 // packet after the hole (the highest known received) to the ACK of the repair, about two round
-// trips of sending (the flight sent after that packet, then the repair's round trip), in which
-// a sender within its congestion window sends at most two windows of packets; the endpoint sets
-// the limit to that (0: no limit). A receiver that reports nothing at all,
-// descheduled or overwhelmed (on loopback the receiver's CPU is the bottleneck), would otherwise
-// let silence free the window again and again, up to the flow window: 25 000 packets queued in
-// its socket where the window was a few hundred.
+// trips of sending (the flight sent after that packet, then the repair's round trip), in which a
+// sender within its congestion window sends at most two windows of packets; the endpoint sets the
+// limit to that (0: no limit). A receiver that reports nothing at all, descheduled or overwhelmed
+// (on loopback the receiver's CPU is the bottleneck), would otherwise let silence free the window
+// again and again, up to the flow window: 25 000 packets queued in its socket where the window
+// was a few hundred.
 func (d *deliveryTracker) implyCapped(k int) bool {
 	if d.implyLimit <= 0 {
 		return false
