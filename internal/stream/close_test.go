@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"syscall"
 	"testing"
 	"time"
 
@@ -272,4 +273,33 @@ func TestShutdownAfterGapIsTruncated(t *testing.T) {
 	if _, err := l.ep[1].Read(b.rbuf); !errors.As(err, &te) {
 		t.Fatalf("second Read: %v", err)
 	}
+}
+
+// A close whose peer vanishes and whose host reports the port unreachable settles when the
+// report's grace breaks the connection, long before the linger: found by a hostile check, the
+// break came but the close never settled, so CloseContext waited forever and the connection
+// (its send buffer, its socket's goroutines) was never freed.
+func TestCloseSettlesOnUnreachableBreak(t *testing.T) {
+	r := linkRules{delay: time.Millisecond}
+	l := newLink(42, r, r)
+	newPair(l, pairOpts{isnA: 7, isnB: 8, ccA: &fixedCC{period: 20 * time.Microsecond}})
+	a := &app{src: randomBytes(42, 100_000), rbuf: make([]byte, 1000)}
+	b := &app{rbuf: make([]byte, 1000)}
+	l.run([2]*app{a, b}, l.now.Add(time.Second), func() bool { return l.ep[0].Flushed() })
+	l.rules[1].loss = 1 // the peer vanishes
+	l.rules[0].loss = 1
+	src := randomBytes(43, 50_000)
+	l.ep[0].Write(src)
+	l.ep[0].Close(l.now, time.Minute)
+	l.run([2]*app{nil, b}, l.now.Add(100*time.Millisecond), func() bool { return false })
+	l.ep[0].OnUnreachable(l.now) // its host answers port unreachable
+	reported := l.now
+	if !l.run([2]*app{nil, b}, l.now.Add(30*time.Second), func() bool { return l.ep[0].Done() }) {
+		s, unacked, why := l.ep[0].CloseResult()
+		t.Fatalf("not Done 30 s after the report (linger 1 min): settled %v, %d unacknowledged (%v), Err %v", s, unacked, why, l.ep[0].Err())
+	}
+	if _, unacked, _ := l.ep[0].CloseResult(); unacked != len(src) || !errors.Is(l.ep[0].Err(), syscall.ECONNREFUSED) {
+		t.Fatalf("CloseResult: %d unacknowledged, Err %v; want %d and a refused break", unacked, l.ep[0].Err(), len(src))
+	}
+	t.Logf("Done %v after the report", l.now.Sub(reported))
 }

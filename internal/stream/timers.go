@@ -47,6 +47,7 @@ func (e *Endpoint) OnTimer(now time.Time) {
 		return
 	}
 	if e.checkUnreachable(t) {
+		e.settle(t) // a close in progress ends with the break, as at the idle timeout
 		return
 	}
 	e.checkACK(t, now, false)
