@@ -54,12 +54,13 @@ func isReportErr(err error) bool {
 		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EMSGSIZE)
 }
 
-// drainReports takes the socket's queued error reports and hands each to its dialer or
-// connection. Call it without holding any connection's lock.
-func (m *mux) drainReports() {
+// drainReports takes the socket's queued error reports, at most maxReports, hands each to its
+// dialer or connection and returns how many it took. Call it without holding any connection's
+// lock.
+func (m *mux) drainReports() (taken int) {
 	m.reportsPending.Store(false)
 	var rs [16]udpio.Report
-	for taken := 0; taken < maxReports; {
+	for taken < maxReports {
 		n := m.io.ReadReports(rs[:])
 		now := time.Now()
 		for i := range rs[:n] {
@@ -67,9 +68,10 @@ func (m *mux) drainReports() {
 		}
 		taken += n
 		if n < len(rs) {
-			return
+			break
 		}
 	}
+	return taken
 }
 
 // report dispatches one error report by the datagram it quotes (spec §1.1 header, §2.1 handshake).

@@ -1,7 +1,11 @@
 package conn
 
 import (
+	"bytes"
+	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"net"
 	"runtime"
 	"sync"
@@ -153,4 +157,94 @@ func TestPeerSocketGone(t *testing.T) {
 		t.Fatalf("Read = %v, want the shortened dead-peer error (ECONNREFUSED, ErrPeerIdle)", err)
 	}
 	t.Logf("broke after %v: %v", time.Since(t0), err)
+}
+
+// TestReportFloodKeepsReading: ICMP errors arriving at a socket's pending-error slot (IP_RECVERR)
+// each fail one read, ahead of datagrams already queued. Found by a hostile check: the reader
+// counted them as failures and, past eight in a row, slept up to 100 ms per read, so a flood of
+// forged reports (or, here, of real ones: the Listener's own socket sends to a closed port on
+// loopback, where the kernel does not rate-limit ICMP) starved every connection on the socket
+// and broke them at their idle timeout. A transfer to the Listener must go on beside the flood.
+func TestReportFloodKeepsReading(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("ICMP error reports are read on Linux only")
+	}
+	if testing.Short() {
+		t.Skip("a 8 MiB transfer beside a flood of ICMP errors")
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newCapture()
+	ln, err := NewListener(pc, &Config{IdleTimeout: 5 * time.Second, Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.LocalAddr()
+	closed.Close() // its port now answers port unreachable
+
+	accepted := make(chan *Conn, 1)
+	go func() {
+		c, _ := ln.AcceptUDT(context.Background())
+		accepted <- c
+	}()
+	c, err := Dial("udp4", pc.LocalAddr().String(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	s := <-accepted
+	if s == nil {
+		t.Fatal("no connection accepted")
+	}
+	defer s.Close()
+
+	stop := make(chan struct{})
+	flooded := make(chan int)
+	floodStart := time.Now()
+	go func() { // one report per datagram, bounded in count and time
+		n := 0
+		for end := time.Now().Add(20 * time.Second); n < 2_000_000 && time.Now().Before(end); n++ {
+			select {
+			case <-stop:
+				flooded <- n
+				return
+			default:
+			}
+			pc.WriteTo([]byte{0}, dead)
+		}
+		flooded <- n
+	}()
+	src := make([]byte, 8<<20)
+	for i := range src {
+		src[i] = byte(i * 7)
+	}
+	go func() {
+		c.Write(src)
+	}()
+	s.SetReadDeadline(time.Now().Add(15 * time.Second))
+	got := make([]byte, len(src))
+	_, err = io.ReadFull(s, got)
+	close(stop)
+	n := <-flooded
+	rate := float64(n) / time.Since(floodStart).Seconds()
+	if err != nil {
+		t.Fatalf("with %d reports flooding the socket: %v", n, err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatal("data corrupted")
+	}
+	// The flood guard: a socket's reports are turned off while they flood in (reportflood.go).
+	// Reports that come faster than the reader reads fold into one error, so only a flood well
+	// above the guard's rate is sure to trip it.
+	if rate > 3*reportFloodRate && len(h.find("ICMP error reports flooding the socket: turned off for a while", "", "")) == 0 {
+		t.Errorf("%d reports and no flood guard; log:\n%s", n, h.dump())
+	}
+	t.Logf("8 MiB moved beside %d datagrams answered by port unreachable (%.0f/s)", n, rate)
 }

@@ -254,6 +254,7 @@ func (m *mux) readLoop(pktSize, batch int) {
 	defer close(m.readerDone)
 	msgs := readSlots(pktSize, batch)
 	var rs readScratch
+	var flood reportFlood
 	failures := 0
 	for {
 		n, err := m.io.ReadBatch(msgs)
@@ -269,9 +270,17 @@ func (m *mux) readLoop(pktSize, batch int) {
 				return
 			}
 			if isReportErr(err) {
+				// An ICMP message's error, which the kernel sets as the socket's pending error
+				// and hands to the next read ahead of the datagrams queued (even when the
+				// report itself found no room in the error queue), not the socket's: read on
+				// at once. Each such error is a new ICMP message, so a flood of them costs us
+				// no more than a flood of datagrams; counted as failures they made the reader
+				// sleep and starved every connection on the socket.
 				m.drainReports()
+				flood.note(m, time.Now())
+				continue
 			}
-			// A transient error (ICMP-triggered ECONNREFUSED, ENOBUFS) is retried; one that
+			// A transient error (ENOBUFS) is retried; one that
 			// keeps coming back is retried with a growing pause instead of a busy loop.
 			if failures++; failures > 8 {
 				time.Sleep(time.Duration(min(failures, 100)) * time.Millisecond)
@@ -279,7 +288,9 @@ func (m *mux) readLoop(pktSize, batch int) {
 			continue
 		}
 		failures = 0
-		m.checkDrops(time.Now()) // ovfl.go: at most a syscall per second
+		now := time.Now()
+		m.checkDrops(now) // ovfl.go: at most a syscall per second
+		flood.resume(m, now)
 		if m.reportsPending.Load() {
 			m.drainReports()
 		}
@@ -363,7 +374,10 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 // under a connection's lock, so a report error only marks reports pending (see writeOnce).
 func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 	err := m.writeOnce(b, to, toAddr)
-	if err != nil && isReportErr(err) && !errors.Is(err, syscall.EMSGSIZE) {
+	for range reportRetries {
+		if err == nil || !isReportErr(err) || errors.Is(err, syscall.EMSGSIZE) {
+			break
+		}
 		// The error was an earlier datagram's ICMP report, delivered to this write, which
 		// therefore did not send: send it again.
 		m.reportsPending.Store(true)

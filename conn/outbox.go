@@ -1,8 +1,10 @@
 package conn
 
 import (
+	"errors"
 	"net/netip"
 	"sync"
+	"syscall"
 
 	"github.com/udtgo/udt/internal/stream"
 	"github.com/udtgo/udt/internal/udpio"
@@ -45,6 +47,23 @@ func (o *outbox) takeControl(ep *stream.Endpoint, to netip.AddrPort) {
 	}
 }
 
+// reportRetries bounds the re-sends of a write refused by ICMP reports' pending errors: each
+// refusal consumes one (a report that arrived since the last), so a few suffice unless a flood of
+// them is arriving, when the datagrams count as lost.
+const reportRetries = 4
+
+// writeAll sends bufs to to in one batch, again from the first unsent datagram when an ICMP
+// report's pending error refused it (up to reportRetries times); other errors lose the rest.
+func writeAll(w *udpio.Conn, bufs [][]byte, to netip.AddrPort) {
+	for range 1 + reportRetries {
+		n, err := w.WriteBatch(bufs, to)
+		if err == nil || !isReportErr(err) || errors.Is(err, syscall.EMSGSIZE) || n >= len(bufs) {
+			return
+		}
+		bufs = bufs[n:]
+	}
+}
+
 // flush sends everything queued, in order for each destination, and empties o. A send error
 // loses those datagrams, which the protocol recovers like any other loss (a lost ACK is
 // repeated, a lost NAK re-reported, a lost Shutdown re-sent).
@@ -65,7 +84,7 @@ func (o *outbox) flush(w *udpio.Conn) {
 				o.seen[j] = true
 			}
 		}
-		w.WriteBatch(o.bufs, to)
+		writeAll(w, o.bufs, to)
 	}
 	clear(o.bufs)
 	o.bufs = o.bufs[:0]

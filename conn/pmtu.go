@@ -88,7 +88,7 @@ func (c *Conn) sendPackets(sb *sendScratch, n, size int, probe uint32, probing b
 
 // writeData sends data packets; a send error loses packets, which retransmission recovers. A
 // report error is an earlier datagram's ICMP report delivered to this write, which then sent
-// nothing more: drain the reports and send the rest again, once. EMSGSIZE: the kernel knows the
+// nothing more: drain the reports and send the rest again (up to reportRetries times). EMSGSIZE: the kernel knows the
 // path is smaller than this packet (pathTooBig).
 //
 // ENOBUFS (a local queue dropped the datagram) is reported only because reports are on
@@ -96,7 +96,7 @@ func (c *Conn) sendPackets(sb *sendScratch, n, size int, probe uint32, probing b
 // still go, the dropped one counts as lost.
 func (c *Conn) writeData(hdrs, pays [][]byte) {
 	m := c.mux
-	retried := false
+	retries := 0
 	for len(hdrs) > 0 {
 		n, err := m.io.WriteBatchParts(hdrs, pays, c.peer)
 		switch {
@@ -107,9 +107,9 @@ func (c *Conn) writeData(hdrs, pays [][]byte) {
 			return
 		case errors.Is(err, syscall.ENOBUFS):
 			hdrs, pays = hdrs[n+1:], pays[n+1:]
-		case isReportErr(err) && !retried:
+		case isReportErr(err) && retries < reportRetries:
 			m.drainReports()
-			hdrs, pays, retried = hdrs[n:], pays[n:], true
+			hdrs, pays, retries = hdrs[n:], pays[n:], retries+1
 		default:
 			return
 		}

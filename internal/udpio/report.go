@@ -48,6 +48,11 @@ type fragmenter interface {
 // which is how a reader learns that ReadReports has something.
 func (c *Conn) EnableReports() bool { return c.b.enableReports() }
 
+// DisableReports turns the socket's error reports off again: the kernel then neither queues
+// ICMP errors for an unconnected socket nor fails its reads and writes with them (a defence
+// against a flood of them, see conn's mux). A PacketConn that offers reports itself keeps them.
+func (c *Conn) DisableReports() { c.b.disableReports() }
+
 // ReadReports fills rs with the reports queued since the last call and returns how many; it
 // never blocks. Safe for concurrent use.
 func (c *Conn) ReadReports(rs []Report) int {
@@ -87,6 +92,8 @@ func (p *portable) enableReports() bool {
 	_, ok := p.pc.(reportSource)
 	return ok
 }
+
+func (p *portable) disableReports() {}
 
 func (p *portable) readReports(rs []Report) int {
 	src, ok := p.pc.(reportSource)

@@ -23,17 +23,21 @@ type errQueue struct {
 	oob  [reportOOBSize]byte
 }
 
-func (s *sysConn) enableReports() bool {
+func (s *sysConn) enableReports() bool { return s.setReports(1) }
+
+func (s *sysConn) disableReports() { s.setReports(0) }
+
+func (s *sysConn) setReports(on int) bool {
 	var e4, e6 error
 	cerr := s.rc.Control(func(fd uintptr) {
 		// IP_RECVERR also covers the IPv4 peers of a dual-stack socket.
-		e4 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVERR, 1)
+		e4 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_RECVERR, on)
 		if s.family == unix.AF_INET6 {
-			e6 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVERR, 1)
+			e6 = unix.SetsockoptInt(int(fd), unix.IPPROTO_IPV6, unix.IPV6_RECVERR, on)
 		}
 	})
 	ok := cerr == nil && e4 == nil && e6 == nil
-	s.reports.Store(ok)
+	s.reports.Store(ok && on == 1)
 	return ok
 }
 

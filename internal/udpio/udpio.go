@@ -62,6 +62,7 @@ type batcher interface {
 	writeBatch(bufs, bodies [][]byte, to netip.AddrPort) (int, error)
 	features() (gso, gro, mmsg bool)
 	enableReports() bool
+	disableReports()
 	readReports(rs []Report) int
 	enableDontFragment() bool
 	maxDatagram(to netip.AddrPort) int
