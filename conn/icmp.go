@@ -33,8 +33,10 @@ import (
 //   - Packet too big / fragmentation needed (EMSGSIZE): see pmtu.go.
 //
 // Reports that match nothing are dropped. The kernel has already checked that an ICMP message
-// quotes a datagram of this socket (its ports), so the work per report is small; at most
-// maxReports are taken per drain.
+// quotes a datagram of this socket (its ports); at most maxReports are taken per drain, and a
+// flood of them turns the socket's reports off for a while (reportflood.go). A report still
+// costs a scan of the socket's connections (connTo) and, for "fragmentation needed", a probe
+// socket (pathTooBig): a few µs each with hundreds of connections.
 
 // maxReports bounds the reports one drain takes: the error queue then gives no more work per
 // read than a full batch of datagrams.
