@@ -51,6 +51,7 @@ type mux struct {
 
 	mu       sync.RWMutex
 	conns    map[uint32]*Conn           // established connections by local socket ID
+	byPeer   map[peerAddrID]*Conn       // the same by peer address and socket ID (ICMP reports: connTo)
 	dialers  map[uint32]*dialer         // handshakes in progress by local socket ID
 	rdv      map[netip.AddrPort]*dialer // rendezvous in progress by peer address (rendezvous.go)
 	tombs    map[uint32]tomb            // recently closed connections, answered with Shutdown
@@ -112,6 +113,7 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 		pacerName:  cfg.Pacer,
 		send:       pacer.New(w, pacer.Config{Burst: sendBatch, Tolerance: cfg.PacingTolerance}),
 		conns:      make(map[uint32]*Conn),
+		byPeer:     make(map[peerAddrID]*Conn),
 		dialers:    make(map[uint32]*dialer),
 		rdv:        make(map[netip.AddrPort]*dialer),
 		tombs:      make(map[uint32]tomb),
@@ -276,8 +278,7 @@ func (m *mux) readLoop(pktSize, batch int) {
 				// at once. Each such error is a new ICMP message, so a flood of them costs us
 				// no more than a flood of datagrams; counted as failures they made the reader
 				// sleep and starved every connection on the socket.
-				m.drainReports()
-				flood.note(m, time.Now())
+				flood.note(m, time.Now(), max(m.drainReports(), 1))
 				continue
 			}
 			// A transient error (ENOBUFS) is retried; one that
@@ -540,6 +541,7 @@ func (m *mux) newRegisteredConn(cfg *Config, p connParams, now time.Time) *Conn 
 	c := newConn(m, cfg, p, now)
 	m.mu.Lock()
 	m.conns[p.id] = c
+	m.byPeer[peerAddrID{c.peer, c.peerID}] = c
 	m.mu.Unlock()
 	return c
 }
@@ -551,6 +553,7 @@ func (m *mux) newRegisteredConnFromDialer(cfg *Config, p connParams, now time.Ti
 	m.mu.Lock()
 	delete(m.dialers, p.id)
 	m.conns[p.id] = c
+	m.byPeer[peerAddrID{c.peer, c.peerID}] = c
 	m.mu.Unlock()
 	return c
 }
@@ -561,5 +564,14 @@ func (m *mux) unregister(c *Conn) {
 	if m.conns[c.id] == c {
 		delete(m.conns, c.id)
 	}
+	if k := (peerAddrID{c.peer, c.peerID}); m.byPeer[k] == c {
+		delete(m.byPeer, k)
+	}
 	m.mu.Unlock()
+}
+
+// peerAddrID names a connection by its peer: address and socket ID.
+type peerAddrID struct {
+	addr netip.AddrPort
+	id   uint32
 }

@@ -12,7 +12,7 @@ import (
 // Reports are hints (a faster Dial refusal, a shorter wait for a dead peer, path MTU news), so
 // under a flood the socket stops taking them for a while.
 const (
-	// reportFloodRate is the rate of report errors per second above which the socket turns its
+	// reportFloodRate is the rate of reports per second above which the socket turns its
 	// reports off: a legitimate socket sees one per datagram sent to a host that refuses it,
 	// which its connections' retransmission timeouts and keep-alives hold to a few per second
 	// each; a hostile check measured no harm at 10 000 a second and a fifth of the goodput left
@@ -23,20 +23,22 @@ const (
 	reportsOffFor = 10 * time.Second
 )
 
-// reportFlood counts the reader's report errors per second and turns the socket's reports off
+// reportFlood counts the reports the reader meets per second and turns the socket's reports off
 // while they flood in. The reader goroutine owns it.
 type reportFlood struct {
 	start    time.Time // the current one-second window
-	n        int       // report errors in it
+	n        int       // reports in it
 	offUntil time.Time // reports are off until then (zero: on)
 }
 
-// note counts one report error at now and turns reports off if they flood in.
-func (f *reportFlood) note(m *mux, now time.Time) {
+// note counts n reports at now (those a drain took, or one for an error whose report found
+// no room in the error queue: reports that come faster than the reader reads fold into one
+// error) and turns reports off if they flood in.
+func (f *reportFlood) note(m *mux, now time.Time, n int) {
 	if now.Sub(f.start) >= time.Second {
 		f.start, f.n = now, 0
 	}
-	if f.n++; f.n <= reportFloodRate || !f.offUntil.IsZero() {
+	if f.n += n; f.n <= reportFloodRate || !f.offUntil.IsZero() {
 		return
 	}
 	m.io.DisableReports()
