@@ -291,7 +291,7 @@ func (m *mux) readLoop(pktSize, batch int) {
 		failures = 0
 		now := time.Now()
 		m.checkDrops(now) // ovfl.go: at most a syscall per second
-		flood.resume(m, now)
+		flood.read(m, now)
 		if m.reportsPending.Load() {
 			m.drainReports()
 		}

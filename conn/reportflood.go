@@ -18,6 +18,12 @@ const (
 	// each; a hostile check measured no harm at 10 000 a second and a fifth of the goodput left
 	// at 30 000.
 	reportFloodRate = 10_000
+	// reportFloodMin is the least rate of reports per second that counts as a flood when they
+	// outnumber the batches of datagrams read: reports that come faster than the reader reads
+	// fold into one error each read, so a reader held back by them sees fewer than they are,
+	// but then more of them than of batches; a thousand a second is beyond any legitimate rate
+	// of refusals (above).
+	reportFloodMin = 1_000
 	// reportsOffFor is how long reports stay off after a flood: the default IdleTimeout, the
 	// horizon within which a dead peer's report would have mattered.
 	reportsOffFor = 10 * time.Second
@@ -28,6 +34,7 @@ const (
 type reportFlood struct {
 	start    time.Time // the current one-second window
 	n        int       // reports in it
+	reads    int       // batches of datagrams read in it
 	offUntil time.Time // reports are off until then (zero: on)
 }
 
@@ -36,9 +43,10 @@ type reportFlood struct {
 // error) and turns reports off if they flood in.
 func (f *reportFlood) note(m *mux, now time.Time, n int) {
 	if now.Sub(f.start) >= time.Second {
-		f.start, f.n = now, 0
+		f.start, f.n, f.reads = now, 0, 0
 	}
-	if f.n += n; f.n <= reportFloodRate || !f.offUntil.IsZero() {
+	f.n += n
+	if !f.offUntil.IsZero() || f.n <= reportFloodRate && (f.n <= reportFloodMin || f.n <= f.reads) {
 		return
 	}
 	m.io.DisableReports()
@@ -48,11 +56,13 @@ func (f *reportFlood) note(m *mux, now time.Time, n int) {
 	m.obs.flush() // the reader goroutine: no lock held
 }
 
-// resume turns reports back on once their time off has passed (checked as datagrams arrive).
-func (f *reportFlood) resume(m *mux, now time.Time) {
+// read counts a batch of datagrams read at now and turns reports back on once their time off
+// has passed.
+func (f *reportFlood) read(m *mux, now time.Time) {
+	f.reads++
 	if f.offUntil.IsZero() || now.Before(f.offUntil) {
 		return
 	}
 	m.io.EnableReports()
-	f.offUntil, f.start, f.n = time.Time{}, now, 0
+	f.offUntil, f.start, f.n, f.reads = time.Time{}, now, 0, 0
 }
