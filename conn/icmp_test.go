@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -247,4 +249,97 @@ func TestReportFloodKeepsReading(t *testing.T) {
 		t.Errorf("%d reports and no flood guard; log:\n%s", n, h.dump())
 	}
 	t.Logf("8 MiB moved beside %d datagrams answered by port unreachable (%.0f/s)", n, rate)
+}
+
+// TestReportsBackOnIdleSocket: the flood guard turns a socket's reports off for reportsOffFor
+// and then on again, also on a socket that receives nothing after the flood (found by review:
+// they came back only with the next datagram read, so an idle Listener's DialContext to a
+// closed port waited for its handshake timeout instead of being refused at once).
+func TestReportsBackOnIdleSocket(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux reports only")
+	}
+	if testing.Short() {
+		t.Skip("waits reportsOffFor")
+	}
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newCapture()
+	ln, err := NewListener(pc, &Config{Logger: slog.New(h)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	closed, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := closed.LocalAddr()
+	closed.Close()
+
+	dialDead := func() (time.Duration, error) {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		t0 := time.Now()
+		c, err := ln.DialContext(ctx, "udp4", dead.String())
+		if c != nil {
+			c.Close()
+		}
+		return time.Since(t0), err
+	}
+	if took, err := dialDead(); !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("before the flood: Dial = %v after %v, want ECONNREFUSED", err, took)
+	}
+
+	// A flood from the Listener's own socket to the closed port (as TestReportFloodKeepsReading).
+	for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); {
+		pc.WriteTo([]byte{0}, dead)
+	}
+	if len(h.find("ICMP error reports flooding the socket: turned off for a while", "", "")) == 0 {
+		t.Skip("the flood guard did not trip")
+	}
+	time.Sleep(reportsOffFor + time.Second) // the socket is idle: nothing arrives
+	took, err := dialDead()
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("%v after the flood ended: Dial to a closed port = %v after %v, want ECONNREFUSED at once (reports still off)",
+			reportsOffFor+time.Second, err, took)
+	}
+}
+
+// refusingPC is a PacketConn (the portable path: not a *net.UDPConn, no reports of its own) whose
+// reads keep failing with ECONNREFUSED, with no ICMP message behind any of them.
+type refusingPC struct {
+	net.PacketConn
+	reads atomic.Int64
+}
+
+func (p *refusingPC) ReadFrom(b []byte) (int, net.Addr, error) {
+	p.reads.Add(1)
+	return 0, nil, &net.OpError{Op: "read", Net: "udp", Err: os.NewSyscallError("recvfrom", syscall.ECONNREFUSED)}
+}
+
+// TestReportErrorsDoNotSpin: report errors are read past at once only on a socket with reports,
+// where each is a new ICMP message that reading clears. A PacketConn without reports whose reads
+// keep failing with one is backed off like any other repeated failure (found by review: the
+// reader spun at 1.4 million reads a second).
+func TestReportErrorsDoNotSpin(t *testing.T) {
+	inner, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &refusingPC{PacketConn: inner}
+	ln, err := NewListener(pc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(500 * time.Millisecond)
+	n := pc.reads.Load()
+	ln.Close()
+	inner.Close()
+	if n > 1000 {
+		t.Fatalf("%d failing reads in 0.5 s: the reader busy-loops on a report error that repeats", n)
+	}
+	t.Logf("%d reads", n)
 }

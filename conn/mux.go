@@ -66,6 +66,8 @@ type mux struct {
 	// reportsPending: a write failed with an error that means the kernel queued an ICMP report
 	// (icmp.go); the next goroutine free of connection locks drains them.
 	reportsPending atomic.Bool
+	reportsOK      bool        // the socket has reports (EnableReports), set before the reader starts
+	reportsBack    *time.Timer // turns reports back on after a flood (reportflood.go); guarded by mu
 
 	drops     muxDrops
 	sockDrops socketDrops // the kernel's drops at the socket (ovfl.go)
@@ -126,8 +128,8 @@ func newMux(pc net.PacketConn, own bool, cfg *Config) (*mux, error) {
 	} else {
 		m.io = udpio.New(pc)
 	}
-	m.io.EnableReports()             // ICMP errors: icmp.go
-	m.df = m.io.EnableDontFragment() // path MTU discovery: pmtu.go
+	m.reportsOK = m.io.EnableReports() // ICMP errors: icmp.go
+	m.df = m.io.EnableDontFragment()   // path MTU discovery: pmtu.go
 	pktSize := cfg.MSS - udpIPOverhead
 	m.pktSize = pktSize
 	m.scratches.New = func() any { return newSendScratch() }
@@ -194,6 +196,11 @@ func (m *mux) release() {
 }
 
 func (m *mux) teardown() {
+	m.mu.Lock()
+	if m.reportsBack != nil {
+		m.reportsBack.Stop()
+	}
+	m.mu.Unlock()
 	m.send.Close()
 	closeWaiter(m.waiter)
 	if m.ownPC {
@@ -271,14 +278,15 @@ func (m *mux) readLoop(pktSize, batch int) {
 				m.fail(err)
 				return
 			}
-			if isReportErr(err) {
+			if now := time.Now(); isReportErr(err) && m.reportsOK && flood.on(now) {
 				// An ICMP message's error, which the kernel sets as the socket's pending error
 				// and hands to the next read ahead of the datagrams queued (even when the
 				// report itself found no room in the error queue), not the socket's: read on
-				// at once. Each such error is a new ICMP message, so a flood of them costs us
-				// no more than a flood of datagrams; counted as failures they made the reader
-				// sleep and starved every connection on the socket.
-				flood.note(m, time.Now(), max(m.drainReports(), 1))
+				// at once. Each such error is a new ICMP message (reading it clears it), so a
+				// flood of them costs us no more than a flood of datagrams; counted as failures
+				// they made the reader sleep and starved every connection on the socket. Where
+				// that does not hold (no reports, or turned off) it counts as a failure.
+				flood.note(m, now, max(m.drainReports(), 1))
 				continue
 			}
 			// A transient error (ENOBUFS) is retried; one that
@@ -291,7 +299,7 @@ func (m *mux) readLoop(pktSize, batch int) {
 		failures = 0
 		now := time.Now()
 		m.checkDrops(now) // ovfl.go: at most a syscall per second
-		flood.read(m, now)
+		flood.read(now)
 		if m.reportsPending.Load() {
 			m.drainReports()
 		}

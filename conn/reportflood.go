@@ -38,6 +38,14 @@ type reportFlood struct {
 	offUntil time.Time // reports are off until then (zero: on)
 }
 
+// on reports whether reports are on at now, ending a time off that has passed.
+func (f *reportFlood) on(now time.Time) bool {
+	if !f.offUntil.IsZero() && !now.Before(f.offUntil) {
+		f.offUntil, f.start, f.n, f.reads = time.Time{}, now, 0, 0 // reportsBack turned them on
+	}
+	return f.offUntil.IsZero()
+}
+
 // note counts n reports at now (those a drain took, or one for an error whose report found
 // no room in the error queue: reports that come faster than the reader reads fold into one
 // error) and turns reports off if they flood in.
@@ -51,18 +59,18 @@ func (f *reportFlood) note(m *mux, now time.Time, n int) {
 	}
 	m.io.DisableReports()
 	f.offUntil = now.Add(reportsOffFor)
+	m.mu.Lock()
+	if !m.closed { // back on by a timer: a socket that receives nothing would never read again
+		m.reportsBack = time.AfterFunc(reportsOffFor, func() { m.io.EnableReports() })
+	}
+	m.mu.Unlock()
 	m.obs.recordNow(slog.LevelWarn, "ICMP error reports flooding the socket: turned off for a while",
 		slog.Int("per_second", f.n), slog.Duration("off_for", reportsOffFor))
 	m.obs.flush() // the reader goroutine: no lock held
 }
 
-// read counts a batch of datagrams read at now and turns reports back on once their time off
-// has passed.
-func (f *reportFlood) read(m *mux, now time.Time) {
+// read counts a batch of datagrams read at now.
+func (f *reportFlood) read(now time.Time) {
+	f.on(now)
 	f.reads++
-	if f.offUntil.IsZero() || now.Before(f.offUntil) {
-		return
-	}
-	m.io.EnableReports()
-	f.offUntil, f.start, f.n, f.reads = time.Time{}, now, 0, 0
 }
