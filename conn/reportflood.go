@@ -27,6 +27,10 @@ const (
 	// reportsOffFor is how long reports stay off after a flood: the default IdleTimeout, the
 	// horizon within which a dead peer's report would have mattered.
 	reportsOffFor = 10 * time.Second
+	// reportFloodStreak is how many reads in a row may return a report's error and no datagram
+	// before the reports count as a flood whatever their rate: that many reads held from the
+	// socket's datagrams (a full drain's worth, maxReports) is starvation, not a hint.
+	reportFloodStreak = maxReports
 )
 
 // reportFlood counts the reports the reader meets per second and turns the socket's reports off
@@ -35,13 +39,14 @@ type reportFlood struct {
 	start    time.Time // the current one-second window
 	n        int       // reports in it
 	reads    int       // batches of datagrams read in it
+	streak   int       // reads in a row that returned a report's error
 	offUntil time.Time // reports are off until then (zero: on)
 }
 
 // on reports whether reports are on at now, ending a time off that has passed.
 func (f *reportFlood) on(now time.Time) bool {
 	if !f.offUntil.IsZero() && !now.Before(f.offUntil) {
-		f.offUntil, f.start, f.n, f.reads = time.Time{}, now, 0, 0 // reportsBack turned them on
+		f.offUntil, f.start, f.n, f.reads, f.streak = time.Time{}, now, 0, 0, 0 // reportsBack turned them on
 	}
 	return f.offUntil.IsZero()
 }
@@ -54,7 +59,9 @@ func (f *reportFlood) note(m *mux, now time.Time, n int) {
 		f.start, f.n, f.reads = now, 0, 0
 	}
 	f.n += n
-	if !f.offUntil.IsZero() || f.n <= reportFloodRate && (f.n <= reportFloodMin || f.n <= f.reads) {
+	f.streak++
+	if !f.offUntil.IsZero() || f.n <= reportFloodRate && (f.n <= reportFloodMin || f.n <= f.reads) &&
+		f.streak <= reportFloodStreak {
 		return
 	}
 	m.io.DisableReports()
@@ -73,4 +80,5 @@ func (f *reportFlood) note(m *mux, now time.Time, n int) {
 func (f *reportFlood) read(now time.Time) {
 	f.on(now)
 	f.reads++
+	f.streak = 0
 }
