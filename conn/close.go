@@ -60,8 +60,8 @@ func (c *Conn) Close() error {
 
 // CloseContext closes the connection as Close does and waits until it is over: everything
 // written acknowledged (or not), Shutdown sent and answered (or re-sent in vain, ≈ 0.2 s against a
-// UDT 4.11 peer on a LAN, see Close), the connection forgotten, so that the process may exit or close a socket given
-// to DialPacketContext or NewListener. It returns nil if the peer acknowledged everything
+// UDT 4.11 peer on a LAN, see Close), the connection forgotten, so that the process may exit or
+// close a socket given to DialPacketContext or NewListener. It returns nil if the peer acknowledged everything
 // written; an error matching ErrUnacknowledged (errors.Is) if the close ended with data
 // unacknowledged, because Config.Linger passed (at once with a negative Linger), the peer shut
 // down first (ErrPeerShutdown) or the connection broke (ErrPeerIdle, a socket error), saying how

@@ -56,6 +56,14 @@ func isReportErr(err error) bool {
 		errors.Is(err, syscall.ENETUNREACH) || errors.Is(err, syscall.EMSGSIZE)
 }
 
+// refusedByReport reports whether a write failed only because an earlier datagram's ICMP report
+// was pending on the socket (the kernel hands it to the next read or write, which then sends
+// nothing): the write may go again. EMSGSIZE is not such a refusal: it is the path's answer to
+// the datagram being written (pathTooBig).
+func refusedByReport(err error) bool {
+	return err != nil && isReportErr(err) && !errors.Is(err, syscall.EMSGSIZE)
+}
+
 // drainReports takes the socket's queued error reports, at most maxReports, hands each to its
 // dialer or connection and returns how many it took. Call it without holding any connection's
 // lock.

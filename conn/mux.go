@@ -11,7 +11,6 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/udtgo/udt/internal/udpio"
@@ -289,8 +288,8 @@ func (m *mux) readLoop(pktSize, batch int) {
 				flood.note(m, now, max(m.drainReports(), 1))
 				continue
 			}
-			// A transient error (ENOBUFS) is retried; one that
-			// keeps coming back is retried with a growing pause instead of a busy loop.
+			// A transient error (ENOBUFS) is retried; one that keeps coming back is retried
+			// with a growing pause instead of a busy loop.
 			if failures++; failures > 8 {
 				time.Sleep(time.Duration(min(failures, 100)) * time.Millisecond)
 			}
@@ -384,7 +383,7 @@ func (m *mux) dispatchBatch(msgs []udpio.Message, rs *readScratch) {
 func (m *mux) writeTo(b []byte, to netip.AddrPort, toAddr net.Addr) error {
 	err := m.writeOnce(b, to, toAddr)
 	for range reportRetries {
-		if err == nil || !isReportErr(err) || errors.Is(err, syscall.EMSGSIZE) {
+		if !refusedByReport(err) {
 			break
 		}
 		// The error was an earlier datagram's ICMP report, delivered to this write, which

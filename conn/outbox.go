@@ -1,10 +1,8 @@
 package conn
 
 import (
-	"errors"
 	"net/netip"
 	"sync"
-	"syscall"
 
 	"github.com/udtgo/udt/internal/stream"
 	"github.com/udtgo/udt/internal/udpio"
@@ -57,7 +55,7 @@ const reportRetries = 4
 func writeAll(w *udpio.Conn, bufs [][]byte, to netip.AddrPort) {
 	for range 1 + reportRetries {
 		n, err := w.WriteBatch(bufs, to)
-		if err == nil || !isReportErr(err) || errors.Is(err, syscall.EMSGSIZE) || n >= len(bufs) {
+		if !refusedByReport(err) || n >= len(bufs) {
 			return
 		}
 		bufs = bufs[n:]

@@ -88,8 +88,8 @@ func (c *Conn) sendPackets(sb *sendScratch, n, size int, probe uint32, probing b
 
 // writeData sends data packets; a send error loses packets, which retransmission recovers. A
 // report error is an earlier datagram's ICMP report delivered to this write, which then sent
-// nothing more: drain the reports and send the rest again (up to reportRetries times). EMSGSIZE: the kernel knows the
-// path is smaller than this packet (pathTooBig).
+// nothing more: drain the reports and send the rest again (up to reportRetries times).
+// EMSGSIZE: the kernel knows the path is smaller than this packet (pathTooBig).
 //
 // ENOBUFS (a local queue dropped the datagram) is reported only because reports are on
 // (IP_RECVERR); the kernel hides it otherwise, and the datagrams after it went as before: they
@@ -107,7 +107,7 @@ func (c *Conn) writeData(hdrs, pays [][]byte) {
 			return
 		case errors.Is(err, syscall.ENOBUFS):
 			hdrs, pays = hdrs[n+1:], pays[n+1:]
-		case isReportErr(err) && retries < reportRetries:
+		case refusedByReport(err) && retries < reportRetries:
 			m.drainReports()
 			hdrs, pays, retries = hdrs[n:], pays[n:], retries+1
 		default:
