@@ -29,10 +29,14 @@ import (
 // the smaller of both sides'; our socket ID and ISN come from crypto/rand. A rendezvous has no
 // listener to issue a SYN cookie, and needs none: we connect only on a −1 or −2 addressed to our
 // random socket ID, which the peer can know only by receiving our request at its address, the
-// very proof a cookie gives. Once recorded, the peer's socket ID and ISN may not change (a
-// handshake that differs is from another socket and is ignored). A peer of the other mode (stream
-// vs. message) is refused with a type 1002 answer carrying our socket type; both sides then fail
-// with ErrModeMismatch. Departures from the reference: a side that connects on a −1 answers with
+// very proof a cookie gives. The peer's socket ID and ISN are recorded from its first valid
+// handshake, but fixed only once a handshake addressed to our socket ID proves them; until then a
+// later handshake with others replaces them (anyone can send one from the peer's address, and a
+// forged datagram that arrived first would otherwise make us ignore the peer until the timeout),
+// and a completion on a data packet (below) waits for that proof if the record was replaced.
+// Once proven, a handshake that differs is from another socket and is ignored. A peer of the
+// other mode (stream vs. message) is refused, once its handshake proves it, with a type 1002
+// answer carrying our socket type; both sides then fail with ErrModeMismatch. Departures from the reference: a side that connects on a −1 answers with
 // a −2 at once, so its peer completes in one trip instead of at its next 250 ms resend, and the
 // packet that completes a connection is not lost (UDT 4.11 drops it, spec §11.3 via the
 // captures' README).
@@ -176,9 +180,11 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 	}
 	req.SetPeerAddr(peer.Addr())
 	var (
-		out    [packet.HandshakeSize]byte
-		peerHS packet.Handshake // the peer's first valid handshake
-		have   bool
+		out      [packet.HandshakeSize]byte
+		peerHS   packet.Handshake // the peer's handshake recorded (see proven)
+		have     bool
+		proven   bool // peerHS came addressed to our socket ID: the peer received our request
+		replaced bool // an unproven record gave way to another
 	)
 	send := func(h *packet.Handshake) {
 		if !isClosed(abort) { // else the loop returns net.ErrClosed next: nothing more on the wire
@@ -235,10 +241,17 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 				hs.FlowWindow < minFlowWindow || (hs.DstSocketID != 0 && hs.DstSocketID != id) {
 				continue // bounds the reference never checks (spec §8.3)
 			}
+			toUs := hs.DstSocketID == id // the sender received our request (our ID is random)
 			if have && (hs.SocketID != peerHS.SocketID || hs.ISN != peerHS.ISN) {
-				continue // another socket at that address, or forged: the first recorded wins
+				if proven {
+					continue // another socket at that address, or forged: the proven record stays
+				}
+				// Anyone who knows the peer's address and port can send a handshake from it, so
+				// an unproven record gives way to the latest: one forged datagram before the
+				// peer's own must not make us ignore the peer for good.
+				have, replaced = false, true
 			}
-			if full && hs.SocketType != cfg.socketType() {
+			if full && hs.SocketType != cfg.socketType() && toUs {
 				rej := req
 				rej.ReqType = packet.ReqRejected
 				rej.DstSocketID = hs.SocketID
@@ -246,16 +259,19 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 				m.release()
 				return fail(&modeMismatchError{peer: hs.SocketType, local: cfg.socketType()})
 			}
+			// A peer of the other mode whose request does not yet prove it is recorded like any
+			// other: our −1 then reaches it, and it refuses us with a 1002 addressed to our ID.
 			if !have {
 				peerHS, have = hs, true
-				req.MSS = min(req.MSS, hs.MSS) // our −1 and −2 carry the negotiated MSS
+				req.MSS = min(uint32(cfg.MSS), hs.MSS) // our −1 and −2 carry the negotiated MSS
 			}
+			proven = proven || toUs
 			if req.ReqType == packet.ReqRendezvous || hs.ReqType == packet.ReqRendezvous {
 				req.ReqType = packet.ReqResponse
 				sendReq()
 				continue
 			}
-			if hs.DstSocketID != id {
+			if !toUs {
 				continue // a −1 or −2 must prove that the peer received our request
 			}
 			c := connect()
@@ -264,8 +280,11 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			}
 			return c, nil
 		case b := <-d.early:
-			if !have || req.ReqType != packet.ReqResponse {
-				continue // the reference completes only after recording the peer's handshake
+			if !have || req.ReqType != packet.ReqResponse || replaced && !proven {
+				// The reference completes only after recording the peer's handshake; and a
+				// record that replaced another may be a forger's, whose socket ID and ISN the
+				// peer's packet cannot confirm: its next −2 will.
+				continue
 			}
 			c := connect()
 			c.handleOne(b, peer, time.Now()) // not lost, unlike in UDT 4.11

@@ -255,3 +255,48 @@ func TestRendezvousIgnoresForeignHandshakes(t *testing.T) {
 		}
 	})
 }
+
+// A handshake forged from the peer's address before the peer's own (a socket ID and ISN of the
+// forger's choosing, the smallest MSS, even the other mode) does not spoil the rendezvous: the
+// record it left is unproven and gives way to the peer's, the MSS is negotiated with the peer's
+// and the mode is checked against the peer's. Before, the first record won, and both sides timed
+// out.
+func TestRendezvousSurvivesForgedFirstHandshake(t *testing.T) {
+	for _, forged := range []packet.Handshake{
+		{Version: 4, SocketType: packet.SocketStream, ISN: 5, MSS: minMSS, FlowWindow: 8192, SocketID: 9, ReqType: packet.ReqRendezvous},
+		{Version: 4, SocketType: packet.SocketDgram, ISN: 7, MSS: 1500, FlowWindow: 8192, SocketID: 11, ReqType: packet.ReqRendezvous},
+		{Version: 4, SocketType: packet.SocketStream, ISN: 3, MSS: 1500, FlowWindow: 8192, SocketID: 13, ReqType: packet.ReqResponse},
+	} {
+		t.Run(fmt.Sprintf("type%d_mss%d_sock%d", int32(forged.ReqType), forged.MSS, forged.SocketType), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := simnet.NewPair(8, simnet.LinkConfig{Delay: time.Millisecond}, simnet.LinkConfig{Delay: time.Millisecond})
+				defer p.Close()
+				cfg := simConfig()
+				cfg.HandshakeTimeout = 3 * time.Second
+				done := make(chan rdvResult, 1)
+				go func() {
+					c, err := RendezvousPacket(context.Background(), p.B, p.A.LocalAddr(), cfg)
+					done <- rdvResult{c, err}
+				}()
+				time.Sleep(10 * time.Millisecond) // B has sent its first request
+				var buf [packet.HandshakeSize]byte
+				p.A.WriteToUDPAddrPort(encodeHandshake(buf[:], &forged), p.B.AddrPort())
+				time.Sleep(10 * time.Millisecond) // B recorded the forgery
+				a, err := RendezvousPacket(context.Background(), p.A, p.B.LocalAddr(), cfg)
+				b := <-done
+				if err != nil || b.err != nil {
+					t.Fatalf("rendezvous after a forged handshake: A %v, B %v", err, b.err)
+				}
+				defer a.Close()
+				defer b.c.Close()
+				if b.c.peerID != a.id || a.peerID != b.c.id {
+					t.Fatalf("socket IDs crossed wrong: A %x→%x, B %x→%x", a.id, a.peerID, b.c.id, b.c.peerID)
+				}
+				if a.mss != DefaultMSS || b.c.mss != DefaultMSS {
+					t.Fatalf("MSS A %d, B %d, want %d (the forged %d must not count)", a.mss, b.c.mss, DefaultMSS, forged.MSS)
+				}
+				exchange(t, a, b.c, 100_000) // B's receiver expects A's ISN, not the forged one
+			})
+		})
+	}
+}
