@@ -177,6 +177,9 @@ type dialer struct {
 	err     error
 
 	early chan []byte // rendezvous only: a copy of the first other packet from the peer (spec §3.3)
+	// proofs, rendezvous only, takes the handshakes addressed to our socket ID, which only the peer
+	// can send: a flood of forged ones (to ID 0) fills replies, never this.
+	proofs chan packet.Handshake
 }
 
 // handleDatagram takes a handshake answer from the server (reader goroutine). Anything else, or
@@ -199,8 +202,12 @@ func (d *dialer) handleDatagram(b []byte, from netip.AddrPort) {
 	if hs.Decode(b) != nil {
 		return
 	}
+	ch := d.replies
+	if d.proofs != nil && hs.DstSocketID != 0 {
+		ch = d.proofs
+	}
 	select {
-	case d.replies <- hs:
+	case ch <- hs:
 	default: // the dialer is behind; it will re-send and get another answer
 	}
 }

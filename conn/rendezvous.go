@@ -32,9 +32,14 @@ import (
 // very proof a cookie gives. The peer's socket ID and ISN are recorded from its first valid
 // handshake, but fixed only once a handshake addressed to our socket ID proves them; until then a
 // later handshake with others replaces them (anyone can send one from the peer's address, and a
-// forged datagram that arrived first would otherwise make us ignore the peer until the timeout),
-// and a completion on a data packet (below) waits for that proof if the record was replaced.
-// Once proven, a handshake that differs is from another socket and is ignored. A peer of the
+// forged datagram that arrived first would otherwise make us ignore the peer until the timeout).
+// While unproven, each 250 ms resend also sends a type 0 to ID 0 (it reaches the peer's
+// rendezvous by address, whatever we recorded), and a packet on the data path from the peer (it
+// is connected) makes us re-send our −1 to each of the last 16 sockets we sent one to, since the
+// record it was connected on may have been replaced; its connection answers with a −2 that proves
+// it. Handshakes addressed to our socket ID queue apart from those to ID 0, so a flood of forged
+// ones cannot crowd them out. Once proven, a handshake that differs is from another socket and is
+// ignored. A peer of the
 // other mode (stream vs. message) is refused, once its handshake proves it, with a type 1002
 // answer carrying our socket type; both sides then fail with ErrModeMismatch. Departures from the reference: a side that connects on a −1 answers with
 // a −2 at once, so its peer completes in one trip instead of at its next 250 ms resend, and the
@@ -145,7 +150,7 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 	}
 	peer := unmapAddrPort(raddr.AddrPort())
 	d := &dialer{peer: peer, replies: make(chan packet.Handshake, 8), failed: make(chan struct{}),
-		early: make(chan []byte, 1)}
+		early: make(chan []byte, 1), proofs: make(chan packet.Handshake, 8)}
 	if !m.acquire() {
 		return fail(net.ErrClosed)
 	}
@@ -185,6 +190,9 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 		have     bool
 		proven   bool // peerHS came addressed to our socket ID: the peer received our request
 		replaced bool // an unproven record gave way to another
+		// addressed are the unproven records our −1 went to, newest last (see the early case).
+		addressed []rdvCandidate
+		lastAsk   time.Time
 	)
 	send := func(h *packet.Handshake) {
 		if !isClosed(abort) { // else the loop returns net.ErrClosed next: nothing more on the wire
@@ -195,6 +203,9 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 		req.DstSocketID = 0
 		if have {
 			req.DstSocketID = peerHS.SocketID
+			if !proven && req.ReqType == packet.ReqResponse {
+				addressed = addCandidate(addressed, rdvCandidate{id: peerHS.SocketID, mss: req.MSS})
+			}
 		}
 		send(&req)
 	}
@@ -220,70 +231,27 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 	defer tick.Stop()
 	sendReq()
 	for {
+		var hs packet.Handshake
 		select {
-		case hs := <-d.replies:
-			switch hs.ReqType {
-			case packet.ReqRendezvous, packet.ReqResponse, packet.ReqRendezvousResponse:
-			case packet.ReqRejected:
-				if hs.DstSocketID == id { // it received our request: a peer that refuses us
-					m.release()
-					return fail(rejection(&hs, cfg))
-				}
-				continue
-			default: // a client's request (type 1) cannot talk to a rendezvous peer (spec §3.3)
-				continue
-			}
-			full := hs.ReqType != packet.ReqRendezvousResponse // UDT4's −2 leaves version and type 0
-			if full && hs.Version != packet.Version {
-				continue
-			}
-			if hs.SocketID == 0 || hs.ISN > packet.MaxSeqNo || hs.MSS < minMSS || hs.MSS > maxMSS ||
-				hs.FlowWindow < minFlowWindow || (hs.DstSocketID != 0 && hs.DstSocketID != id) {
-				continue // bounds the reference never checks (spec §8.3)
-			}
-			toUs := hs.DstSocketID == id // the sender received our request (our ID is random)
-			if have && (hs.SocketID != peerHS.SocketID || hs.ISN != peerHS.ISN) {
-				if proven {
-					continue // another socket at that address, or forged: the proven record stays
-				}
-				// Anyone who knows the peer's address and port can send a handshake from it, so
-				// an unproven record gives way to the latest: one forged datagram before the
-				// peer's own must not make us ignore the peer for good.
-				have, replaced = false, true
-			}
-			if full && hs.SocketType != cfg.socketType() && toUs {
-				rej := req
-				rej.ReqType = packet.ReqRejected
-				rej.DstSocketID = hs.SocketID
-				send(&rej)
-				m.release()
-				return fail(&modeMismatchError{peer: hs.SocketType, local: cfg.socketType()})
-			}
-			// A peer of the other mode whose request does not yet prove it is recorded like any
-			// other: our −1 then reaches it, and it refuses us with a 1002 addressed to our ID.
-			if !have {
-				peerHS, have = hs, true
-				req.MSS = min(uint32(cfg.MSS), hs.MSS) // our −1 and −2 carry the negotiated MSS
-			}
-			proven = proven || toUs
-			if req.ReqType == packet.ReqRendezvous || hs.ReqType == packet.ReqRendezvous {
-				req.ReqType = packet.ReqResponse
-				sendReq()
-				continue
-			}
-			if !toUs {
-				continue // a −1 or −2 must prove that the peer received our request
-			}
-			c := connect()
-			if hs.ReqType == packet.ReqResponse {
-				c.answerHandshake(nil) // our −2: the peer completes now, not at its next resend
-			}
-			return c, nil
+		case hs = <-d.proofs:
+		case hs = <-d.replies:
 		case b := <-d.early:
-			if !have || req.ReqType != packet.ReqResponse || replaced && !proven {
-				// The reference completes only after recording the peer's handshake; and a
-				// record that replaced another may be a forger's, whose socket ID and ISN the
-				// peer's packet cannot confirm: its next −2 will.
+			if !have || req.ReqType != packet.ReqResponse {
+				continue // the reference completes only after recording the peer's handshake
+			}
+			if replaced && !proven {
+				// The peer is connected (only it can address our random ID), on a −1 of ours;
+				// but our record was replaced since, maybe by a forger, and the packet cannot
+				// say which record is the peer's. Ask every socket our −1 went to: the peer's
+				// connection answers with a −2 to our ID, which proves its record.
+				if now := time.Now(); now.Sub(lastAsk) >= handshakeInterval/5 {
+					lastAsk = now
+					for _, cand := range addressed {
+						ask := req
+						ask.DstSocketID, ask.MSS = cand.id, cand.mss
+						send(&ask)
+					}
+				}
 				continue
 			}
 			c := connect()
@@ -291,6 +259,15 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			return c, nil
 		case <-tick.C:
 			sendReq()
+			if have && !proven {
+				// Our −1 reaches only the socket we recorded; if that was a forger's and the
+				// peer's own request was lost, neither side would hear the other again. A
+				// request to ID 0 reaches the peer's rendezvous by address, with our own MSS.
+				fresh := req
+				fresh.ReqType, fresh.DstSocketID, fresh.MSS = packet.ReqRendezvous, 0, uint32(cfg.MSS)
+				send(&fresh)
+			}
+			continue
 		case <-timeout.C:
 			m.release()
 			return fail(ErrHandshakeTimeout)
@@ -304,5 +281,87 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			m.release()
 			return fail(d.abortErr())
 		}
+		switch hs.ReqType {
+		case packet.ReqRendezvous, packet.ReqResponse, packet.ReqRendezvousResponse:
+		case packet.ReqRejected:
+			if hs.DstSocketID == id { // it received our request: a peer that refuses us
+				m.release()
+				return fail(rejection(&hs, cfg))
+			}
+			continue
+		default: // a client's request (type 1) cannot talk to a rendezvous peer (spec §3.3)
+			continue
+		}
+		full := hs.ReqType != packet.ReqRendezvousResponse // UDT4's −2 leaves version and type 0
+		if full && hs.Version != packet.Version {
+			continue
+		}
+		if hs.SocketID == 0 || hs.ISN > packet.MaxSeqNo || hs.MSS < minMSS || hs.MSS > maxMSS ||
+			hs.FlowWindow < minFlowWindow || (hs.DstSocketID != 0 && hs.DstSocketID != id) {
+			continue // bounds the reference never checks (spec §8.3)
+		}
+		toUs := hs.DstSocketID == id // the sender received our request (our ID is random)
+		if have && (hs.SocketID != peerHS.SocketID || hs.ISN != peerHS.ISN) {
+			if proven {
+				continue // another socket at that address, or forged: the proven record stays
+			}
+			// Anyone who knows the peer's address and port can send a handshake from it, so
+			// an unproven record gives way to the latest: one forged datagram before the
+			// peer's own must not make us ignore the peer for good.
+			have, replaced = false, true
+		}
+		if full && hs.SocketType != cfg.socketType() && toUs {
+			rej := req
+			rej.ReqType = packet.ReqRejected
+			rej.DstSocketID = hs.SocketID
+			send(&rej)
+			m.release()
+			return fail(&modeMismatchError{peer: hs.SocketType, local: cfg.socketType()})
+		}
+		// A peer of the other mode whose request does not yet prove it is recorded like any
+		// other: our −1 then reaches it, and it refuses us with a 1002 addressed to our ID.
+		if !have {
+			peerHS, have = hs, true
+			req.MSS = min(uint32(cfg.MSS), hs.MSS) // our −1 and −2 carry the negotiated MSS
+		}
+		proven = proven || toUs
+		if req.ReqType == packet.ReqRendezvous || hs.ReqType == packet.ReqRendezvous {
+			req.ReqType = packet.ReqResponse
+			sendReq()
+			continue
+		}
+		if !toUs {
+			continue // a −1 or −2 must prove that the peer received our request
+		}
+		c := connect()
+		if hs.ReqType == packet.ReqResponse {
+			c.answerHandshake(nil) // our −2: the peer completes now, not at its next resend
+		}
+		return c, nil
 	}
+}
+
+// rdvCandidate is a socket an unproven rendezvous sent its −1 to, and the MSS that −1 carried.
+type rdvCandidate struct {
+	id  uint32
+	mss uint32
+}
+
+// maxRdvCandidates bounds the sockets an unproven rendezvous remembers having addressed: a forger
+// can make it address one per forged handshake, and the peer's is usually among the last few.
+const maxRdvCandidates = 16
+
+// addCandidate adds c to list, newest last, dropping an older entry for the same socket and the
+// oldest beyond maxRdvCandidates.
+func addCandidate(list []rdvCandidate, c rdvCandidate) []rdvCandidate {
+	for i, o := range list {
+		if o.id == c.id {
+			list = append(list[:i], list[i+1:]...)
+			break
+		}
+	}
+	if len(list) == maxRdvCandidates {
+		list = append(list[:0], list[1:]...)
+	}
+	return append(list, c)
 }
