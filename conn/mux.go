@@ -449,6 +449,11 @@ func (m *mux) dispatch(b []byte, from netip.AddrPort, now time.Time, rs *readScr
 			d.handleDatagram(b, from)
 			return
 		}
+		if c := m.rendezvousConnFor(b, from); c != nil {
+			m.mu.RUnlock()
+			c.answerHandshake(b)
+			return
+		}
 		l := m.listener
 		m.mu.RUnlock()
 		if l == nil {

@@ -33,11 +33,12 @@ import (
 // handshake, but fixed only once a handshake addressed to our socket ID proves them; until then a
 // later handshake with others replaces them (anyone can send one from the peer's address, and a
 // forged datagram that arrived first would otherwise make us ignore the peer until the timeout).
-// While unproven, each 250 ms resend also sends a type 0 to ID 0 (it reaches the peer's
-// rendezvous by address, whatever we recorded), and a packet on the data path from the peer (it
-// is connected) makes us re-send our −1 to each of the last 16 sockets we sent one to, since the
-// record it was connected on may have been replaced; its connection answers with a −2 that proves
-// it. Handshakes addressed to our socket ID queue apart from those to ID 0, so a flood of forged
+// While unproven, each 250 ms resend also sends a type 0 to ID 0: it reaches the peer's
+// rendezvous by address, whatever we recorded, or, once the peer is connected, its connection,
+// found by our address and socket ID, which answers with a −2 that proves it. For a peer that
+// answers only handshakes addressed to its socket ID (UDT 4.11), a packet on the data path from
+// it (it is connected) makes us re-send our −1 to each of the last 16 sockets we sent one to,
+// since the record it was connected on may have been replaced. Handshakes addressed to our socket ID queue apart from those to ID 0, so a flood of forged
 // ones cannot crowd them out. Once proven, a handshake that differs is from another socket and is
 // ignored. A peer of the
 // other mode (stream vs. message) is refused, once its handshake proves it, with a type 1002
@@ -128,6 +129,22 @@ func (m *mux) rendezvousFor(b []byte, from netip.AddrPort) *dialer {
 		return nil
 	}
 	return d
+}
+
+// rendezvousConnFor returns the connected rendezvous whose peer, at from, sent the type 0 request b
+// to socket ID 0, or nil: a peer still unproven re-sends one at each resend (see rendezvous), and
+// the connection answers it with its −2, which proves it. The request's socket ID must be the
+// connection's peer's, which a forger cannot know. Caller holds m.mu.
+func (m *mux) rendezvousConnFor(b []byte, from netip.AddrPort) *Conn {
+	if !isHandshake(b) || len(b) < headerSize+28 ||
+		packet.ReqType(binary.BigEndian.Uint32(b[headerSize+20:])) != packet.ReqRendezvous {
+		return nil
+	}
+	c := m.byPeer[peerAddrID{from, binary.BigEndian.Uint32(b[headerSize+24:])}]
+	if c == nil || !c.rendezvous {
+		return nil
+	}
+	return c
 }
 
 // answers reports whether c answers a handshake of type t addressed to it with its hsReply: a
