@@ -25,6 +25,13 @@ func forgeHS(from *simnet.Conn, to netip.AddrPort, h packet.Handshake) {
 	from.WriteToUDPAddrPort(encodeHandshake(b[:], &h), to)
 }
 
+// forgedRequest is a stream-mode type 0 request from socket id with ISN isn.
+func forgedRequest(id, isn uint32) packet.Handshake {
+	return packet.Handshake{Version: 4, SocketType: packet.SocketStream, ISN: isn, MSS: 1500,
+		FlowWindow: 8192, SocketID: id, ReqType: packet.ReqRendezvous}
+}
+
+// randForged is a forged handshake of one of types, mode st, with random socket ID, ISN and MSS.
 func randForged(r *rand.Rand, types []packet.ReqType, st packet.SocketType) packet.Handshake {
 	return packet.Handshake{Version: 4, SocketType: st, ISN: r.Uint32N(1 << 31),
 		MSS: minMSS + r.Uint32N(1500-minMSS+1), FlowWindow: 8192,
@@ -207,35 +214,6 @@ func hsReqType(b []byte) (packet.ReqType, uint32, bool) {
 		uint32(b[40])<<24 | uint32(b[41])<<16 | uint32(b[42])<<8 | uint32(b[43]), true
 }
 
-// The two handshakes A sends to B's socket ID (its −1 and its completing −2) are lost, and
-// one datagram forged from A's address reaches B after A is connected. Before 8b51f1a the first
-// record won and B's next −1 reached A's connection, which answered it; now the forged record
-// replaces A's, B's −1s go to the forger's socket ID, and A's packets on the data path are
-// refused (replaced && !proven): B timed out while A stayed connected. Now those packets make B
-// ask every socket its −1 went to, and A's connection answers with a −2 that proves it.
-func TestRendezvousForgedAfterPeerConnected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		toB := func(b []byte) bool {
-			rt, _, ok := hsReqType(b)
-			return ok && (rt == packet.ReqResponse || rt == packet.ReqRendezvousResponse)
-		}
-		ab := simnet.LinkConfig{Delay: 10 * time.Millisecond, Drop: simnet.DropFirst(2, toB)}
-		ba := simnet.LinkConfig{Delay: 10 * time.Millisecond}
-		p := simnet.NewPair(1, ab, ba)
-		defer p.Close()
-		cfg := simConfig()
-		cfg.HandshakeTimeout = 3 * time.Second
-		go func() {
-			time.Sleep(15 * time.Millisecond) // lands at 25 ms: B recorded A, A connects at 20 ms
-			forgeHS(p.A, p.B.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream,
-				ISN: 5, MSS: 1500, FlowWindow: 8192, SocketID: 9, ReqType: packet.ReqRendezvous})
-		}()
-		a, b, _ := rendezvousTimed(p, cfg, cfg, 0, 0, nil)
-		t.Logf("A at %v err %v; B at %v err %v", a.at, a.err, b.at, b.err)
-		checkPair(t, a, b, DefaultMSS)
-	})
-}
-
 // Each side's first type 0 is lost, and one datagram forged to each side lands before their
 // 250 ms resends: each records the forger and switches to −1 addressed to the forger's socket
 // ID, which the other's socket drops, so no handshake reached a peer's ID again (both timed out,
@@ -254,10 +232,8 @@ func TestRendezvousForgedBothWaysLossOfType0(t *testing.T) {
 		cfg.HandshakeTimeout = 3 * time.Second
 		go func() {
 			time.Sleep(time.Millisecond) // both sides are running
-			forgeHS(p.B, p.A.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream,
-				ISN: 5, MSS: 1500, FlowWindow: 8192, SocketID: 9, ReqType: packet.ReqRendezvous})
-			forgeHS(p.A, p.B.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream,
-				ISN: 7, MSS: 1500, FlowWindow: 8192, SocketID: 11, ReqType: packet.ReqRendezvous})
+			forgeHS(p.B, p.A.AddrPort(), forgedRequest(9, 5))
+			forgeHS(p.A, p.B.AddrPort(), forgedRequest(11, 7))
 		}()
 		a, b, _ := rendezvousTimed(p, cfg, cfg, 0, 0, nil)
 		t.Logf("A at %v err %v; B at %v err %v", a.at, a.err, b.at, b.err)
@@ -378,10 +354,10 @@ func TestRendezvousForgedLossy(t *testing.T) {
 					go func() {
 						time.Sleep(at)
 						if who != "toA" {
-							forgeHS(p.A, p.B.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream, ISN: 7, MSS: 1500, FlowWindow: 8192, SocketID: 11, ReqType: packet.ReqRendezvous})
+							forgeHS(p.A, p.B.AddrPort(), forgedRequest(11, 7))
 						}
 						if who != "toB" {
-							forgeHS(p.B, p.A.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream, ISN: 5, MSS: 1500, FlowWindow: 8192, SocketID: 9, ReqType: packet.ReqRendezvous})
+							forgeHS(p.B, p.A.AddrPort(), forgedRequest(9, 5))
 						}
 					}()
 					a, b, _ := rendezvousTimed(p, cfg, cfg, 0, time.Duration(seed)*37*time.Millisecond, nil)
@@ -407,13 +383,14 @@ func TestRendezvousForgedLossy(t *testing.T) {
 	}
 }
 
-// The peer's −1 and −2 to B's socket ID are lost (A connected at 20 ms), and 16 or more forged
-// type 0s, a millisecond apart, push A's socket out of the last 16 that B addressed before A's
-// first packet reaches B: B's re-sent −1s then all went to forgers, and B timed out while A stayed
-// connected (found by review of 49868b8). Now B's type 0 to socket ID 0 at its next resend
-// reaches A's connection, which answers with a −2.
-func TestRendezvousForgedFlushesAddressed(t *testing.T) {
-	for _, n := range []int{15, 16, 40} {
+// The two handshakes A sends to B's socket ID (its −1 and its completing −2) are lost, so A is
+// connected (at 20 ms) while B's record is unproven, and n forged type 0s, a millisecond apart,
+// reach B from then on. With one, B's record was replaced by the forger's and B refused A's
+// packets on the data path (8b51f1a: B timed out while A stayed connected); with 16 or more, they
+// pushed A's socket out of the last 16 that B re-sends its −1 to on such a packet (49868b8). Now
+// B's type 0 to socket ID 0 at its next resend reaches A's connection, which answers with a −2.
+func TestRendezvousForgedAfterPeerConnected(t *testing.T) {
+	for _, n := range []int{1, 15, 16, 40} {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				toB := func(b []byte) bool {
@@ -429,8 +406,7 @@ func TestRendezvousForgedFlushesAddressed(t *testing.T) {
 				go func() {
 					time.Sleep(15 * time.Millisecond)
 					for i := range n {
-						forgeHS(p.A, p.B.AddrPort(), packet.Handshake{Version: 4, SocketType: packet.SocketStream,
-							ISN: 5, MSS: 1500, FlowWindow: 8192, SocketID: uint32(100 + i), ReqType: packet.ReqRendezvous})
+						forgeHS(p.A, p.B.AddrPort(), forgedRequest(uint32(100+i), 5))
 						time.Sleep(time.Millisecond) // one at a time: the replies queue holds 8
 					}
 				}()
