@@ -131,7 +131,10 @@ func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
 		if err == nil && len(e.msgs.pending) > 0 {
 			e.applyPending(seqno.Max(e.lrsn, seq))
 		}
-		e.syncLRSN()
+		// Only given-up slots before this packet move the largest received number here: onData
+		// compares the packet with the number before it (in order, a gap, or a filler) and
+		// syncs past any given-up slots after it once it has (syncLRSN).
+		e.syncLRSNBefore(seq)
 		return err
 	}
 	return e.rcv.Insert(seq, payload)
@@ -140,9 +143,21 @@ func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
 // syncLRSN keeps the receiver's numbers consistent when given-up slots moved the ACK number: the
 // largest received number is at least ACK − 1 and the loss list holds nothing before the ACK
 // number (a gap reported before a drop request covered it).
-func (e *Endpoint) syncLRSN() {
+func (e *Endpoint) syncLRSN() { e.syncLRSNTo(e.rcv.AckSeq().Dec()) }
+
+// syncLRSNBefore is syncLRSN for the moment packet seq was inserted: the largest received number
+// moves at most to seq − 1, so that onData still sees seq follow it in order.
+func (e *Endpoint) syncLRSNBefore(seq seqno.Seq) {
+	top := e.rcv.AckSeq().Dec()
+	if before := seq.Dec(); seqno.Offset(before, top) > 0 {
+		top = before
+	}
+	e.syncLRSNTo(top)
+}
+
+func (e *Endpoint) syncLRSNTo(top seqno.Seq) {
 	ack := e.rcv.AckSeq()
-	if top := ack.Dec(); seqno.Offset(e.lrsn, top) > 0 {
+	if seqno.Offset(e.lrsn, top) > 0 {
 		e.lrsn = top
 	}
 	if first, ok := e.rloss.First(); ok && first.Less(ack) {

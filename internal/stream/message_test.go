@@ -407,3 +407,39 @@ func FuzzMessageFields(f *testing.F) {
 		}
 	})
 }
+
+// On a lossless path, message mode ACKs as stream mode does (one ACK per ACK period) plus at most
+// one immediate ACK per message (its short last packet, spec §4.4 step 6), and no in-order
+// packet counts as having filled a gap. Before 2026-12-05 every in-order packet of a message
+// looked like a gap filler (insert moved the largest received number past it before onData
+// compared them) and drew an ACK at once: 38 606 ACKs for 44 800 packets, and the sender's ACK2s
+// overflowed the receiver's ACK history (found by a new user's check).
+func TestMessageModeACKsPerPeriodNotPerPacket(t *testing.T) {
+	const msgs, pkts = 60, 40 // 60 messages of 40 packets
+	l := newLink(1, linkRules{delay: 5 * time.Millisecond}, linkRules{delay: 5 * time.Millisecond})
+	newMsgPair(l, 0, 0)
+	specs := make([]msgSpec, msgs)
+	for i := range specs {
+		b := make([]byte, pkts*1456-100)
+		for j := range b {
+			b[j] = byte(i + j)
+		}
+		specs[i] = msgSpec{data: b, inOrder: true}
+	}
+	a := newMsgApp(t, l, specs)
+	start := l.now
+	if !l.run([2]*app{}, l.now.Add(60*time.Second), func() bool { return a.delivered == len(a.specs) }) {
+		t.Fatalf("%d of %d messages delivered", a.delivered, len(a.specs))
+	}
+	elapsed := l.now.Sub(start)
+	st := l.ep[1].Stats()
+	if st.PktRecvFilled != 0 {
+		t.Errorf("%d of %d packets counted as filling a gap on a lossless path", st.PktRecvFilled, st.PktRecv)
+	}
+	// Timer ACKs: at most one per minACKPeriod (the shortest ACK period) and the final one; plus
+	// one per message end.
+	if limit := uint64(elapsed/minACKPeriod) + 1 + msgs; st.ACKSent > limit {
+		t.Errorf("%d ACKs for %d packets in %v (%d messages): want at most %d", st.ACKSent, st.PktRecv, elapsed, msgs, limit)
+	}
+	t.Logf("%d ACKs, %d light ACKs for %d packets in %v", st.ACKSent, st.LightACKSent, st.PktRecv, elapsed)
+}

@@ -55,6 +55,9 @@ func (e *Endpoint) onData(t time.Duration, now time.Time, b []byte) {
 			e.ackForce = true
 		}
 	}
+	if e.cfg.Messages {
+		e.syncLRSN() // past the given-up slots after seq, if its arrival moved the ACK number beyond them
+	}
 	// UDT4 ACKs right after a packet shorter than its full payload (spec §4.4 step 6): the end of
 	// a burst. A sender whose packets fit a path MTU below the MSS (pmtud.go) sends only such
 	// packets, so here a packet is short when it is shorter than the one before it.
