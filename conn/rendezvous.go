@@ -49,7 +49,7 @@ import (
 
 // Rendezvous connects to the peer at raddr, which must call Rendezvous towards laddr at about the
 // same time (within the handshake timeout of each other), over a new UDP socket bound to laddr
-// ("host:port"; the peer must know it, so the port is usually fixed). network is "udp", "udp4"
+// ("host:port" or ":port"; the peer must know it, so the port must be fixed: port 0 is an error). network is "udp", "udp4"
 // or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout, 30 s if unset
 // (spec §3.3), with ErrHandshakeTimeout; a peer of the other mode gives an error matching
 // ErrRejected and ErrModeMismatch; cancelling ctx aborts it with ctx.Err(); errors come inside a
@@ -65,11 +65,16 @@ func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) 
 		return nil, opError("rendezvous", nil, nil, err)
 	}
 	if laddr == "" {
-		return nil, opError("rendezvous", nil, nil, errors.New("udt: Rendezvous needs a local address the peer sends to"))
+		return nil, opError("rendezvous", nil, nil, errors.New("Rendezvous needs a local address the peer sends to"))
 	}
 	la, err := net.ResolveUDPAddr(network, laddr)
 	if err != nil {
 		return nil, opError("rendezvous", nil, nil, err)
+	}
+	if la.Port == 0 {
+		// The kernel would pick a port the peer cannot know, and the rendezvous could only time
+		// out (RendezvousPacket takes a socket already bound, whose port can be told to the peer).
+		return nil, opError("rendezvous", la, nil, errors.New("Rendezvous needs a fixed local port the peer sends to, not port 0"))
 	}
 	ra, err := resolveUDP(ctx, network, raddr)
 	if err != nil {
@@ -175,7 +180,7 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 	if m.rdv[peer] != nil {
 		m.mu.Unlock()
 		m.release()
-		return fail(fmt.Errorf("udt: a rendezvous with %v is already in progress on this socket", peer))
+		return fail(fmt.Errorf("a rendezvous with %v is already in progress on this socket", peer))
 	}
 	id := m.newIDLocked()
 	m.dialers[id] = d

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -298,5 +299,23 @@ func TestRendezvousSurvivesForgedFirstHandshake(t *testing.T) {
 				exchange(t, a, b.c, 100_000) // B's receiver expects A's ISN, not the forged one
 			})
 		})
+	}
+}
+
+// Rendezvous refuses at once what can only time out or fail: no local address, or port 0 (a
+// port the peer cannot know; it waited out the 30 s timeout before), and its errors read once
+// as udt's (they read "rendezvous udt: udt: …" before).
+func TestRendezvousRefusesUnusableLocalAddress(t *testing.T) {
+	for _, laddr := range []string{"", "127.0.0.1:0", ":0"} {
+		// A rendezvous that went ahead would end with this context, not with its own error.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := Rendezvous(ctx, "udp", laddr, "127.0.0.1:9", nil)
+		cancel()
+		if err == nil || errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("laddr %q: err %v, want the local address refused", laddr, err)
+		}
+		if strings.Count(err.Error(), "udt") != 1 {
+			t.Errorf("laddr %q: %q names udt more than once", laddr, err)
+		}
 	}
 }

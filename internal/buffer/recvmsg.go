@@ -201,6 +201,12 @@ func (m *recvMsgs) giveUp(i int) {
 	m.setGone(i)
 }
 
+// discard gives up present slot i, a received packet of a message given up unread.
+func (m *recvMsgs) discard(i int) {
+	m.giveUp(i)
+	m.discarded++
+}
+
 // ReadMessage copies the next message (see the type's comment for the order) into p and returns
 // its size in n. size is the message's size: 0 when no message is ready, and n is 0 with size > 0
 // when p is shorter than the message, which then stays queued. The buffer must be in message
@@ -370,7 +376,7 @@ func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end 
 			if seqno.MsgFromWire(m.word1[i]) != no {
 				break // another message's packet: not part of this one
 			}
-			m.giveUp(i)
+			m.discard(i)
 		} else {
 			b.present[i>>6] |= 1 << (i & 63)
 			m.setGone(i)
@@ -384,11 +390,11 @@ func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end 
 		return b.has(i) && !m.isGone(i) && seqno.MsgFromWire(m.word1[i]) == no
 	}
 	for k := lo - 1; k >= 0 && same(k); k-- {
-		m.giveUp(b.slot(k))
+		m.discard(b.slot(k))
 		touch(k)
 	}
 	for k := d; k < b.n && same(k); k++ {
-		m.giveUp(b.slot(k))
+		m.discard(b.slot(k))
 		touch(k)
 	}
 	delete(m.track, no)
@@ -412,8 +418,8 @@ func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end 
 	return marked, end
 }
 
-// Discarded returns the number of packets discarded unread because their message was broken
-// (message mode).
+// Discarded returns the number of received packets discarded unread because their message was
+// given up (a drop request) or broken (message mode).
 func (b *RecvBuffer) Discarded() int {
 	if b.msg == nil {
 		return 0

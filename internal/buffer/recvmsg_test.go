@@ -186,6 +186,11 @@ func TestRecvMessageBasics(t *testing.T) {
 	if b.Stored() != 0 || b.Available() != 8 {
 		t.Fatalf("stored %d available %d", b.Stored(), b.Available())
 	}
+	// The dropped message's two received packets were discarded unread; the messages read were
+	// not (before 2026-12-05 only broken messages counted).
+	if d := b.Discarded(); d != 2 {
+		t.Fatalf("Discarded %d, want 2", d)
+	}
 }
 
 // BenchmarkDropRequest measures a message drop request a hostile peer repeats over a full
