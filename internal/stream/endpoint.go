@@ -82,8 +82,9 @@ type Endpoint struct {
 	lastPeriodicNAK time.Duration // last periodic NAK sent
 	nak             packet.NAK
 	dueRanges       []losslist.Range
-	rro             rcvReorder // the receiver's reordering window (reorder.go)
-	msgs            msgState   // message mode (message.go)
+	gapScratch      []losslist.Range // gapRuns' result (message mode)
+	rro             rcvReorder       // the receiver's reordering window (reorder.go)
+	msgs            msgState         // message mode (message.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/internal/buffer"
+	"github.com/udtgo/udt/internal/losslist"
 	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/seqno"
 )
@@ -127,14 +128,15 @@ func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
 // insert puts one data packet into the receive buffer (b is the whole datagram).
 func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
 	if e.cfg.Messages {
+		e.msgs.dropped = e.msgs.dropped[:0]
 		err := e.rcv.InsertMessage(seq, be.Uint32(b[4:]), payload)
 		if err == nil && len(e.msgs.pending) > 0 {
+			// The packet shows the sender used the numbers up to it: drop requests waiting for
+			// that apply now. The largest received number and the loss list are left to onData,
+			// which first compares the packet with the number before it (in order, a gap whose
+			// given-up parts are not losses, or a filler whose loss entry it takes).
 			e.applyPending(seqno.Max(e.lrsn, seq))
 		}
-		// Only given-up slots before this packet move the largest received number here: onData
-		// compares the packet with the number before it (in order, a gap, or a filler) and
-		// syncs past any given-up slots after it once it has (syncLRSN).
-		e.syncLRSNBefore(seq)
 		return err
 	}
 	return e.rcv.Insert(seq, payload)
@@ -142,27 +144,45 @@ func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
 
 // syncLRSN keeps the receiver's numbers consistent when given-up slots moved the ACK number: the
 // largest received number is at least ACK − 1 and the loss list holds nothing before the ACK
-// number (a gap reported before a drop request covered it).
-func (e *Endpoint) syncLRSN() { e.syncLRSNTo(e.rcv.AckSeq().Dec()) }
-
-// syncLRSNBefore is syncLRSN for the moment packet seq was inserted: the largest received number
-// moves at most to seq − 1, so that onData still sees seq follow it in order.
-func (e *Endpoint) syncLRSNBefore(seq seqno.Seq) {
-	top := e.rcv.AckSeq().Dec()
-	if before := seq.Dec(); seqno.Offset(before, top) > 0 {
-		top = before
-	}
-	e.syncLRSNTo(top)
-}
-
-func (e *Endpoint) syncLRSNTo(top seqno.Seq) {
+// number (a gap reported before a drop request covered it). It runs after a drop request and
+// after onData has handled a packet, never between a packet's insert and onData's comparison
+// (that would make an in-order packet look like a filler, and take a filler's loss entry before
+// onFill reads it).
+func (e *Endpoint) syncLRSN() {
 	ack := e.rcv.AckSeq()
-	if seqno.Offset(e.lrsn, top) > 0 {
+	if top := ack.Dec(); seqno.Offset(e.lrsn, top) > 0 {
 		e.lrsn = top
 	}
 	if first, ok := e.rloss.First(); ok && first.Less(ack) {
 		e.rloss.RemoveBefore(ack)
 	}
+}
+
+// gapRuns returns the parts of the gap first..last that are losses: all of it, less the numbers
+// that drop requests applied at this packet's insert gave up (e.msgs.dropped; spec §2.6: given-up
+// numbers are not reported missing).
+func (e *Endpoint) gapRuns(first, last seqno.Seq) []losslist.Range {
+	runs := append(e.gapScratch[:0], losslist.Range{First: first, Last: last})
+	for _, d := range e.msgs.dropped {
+		out := runs[len(runs):]
+		for _, r := range runs {
+			lo, hi := seqno.Offset(r.First, d.First), seqno.Offset(r.First, d.Last)
+			n := seqno.Offset(r.First, r.Last)
+			if hi < 0 || lo > n { // disjoint
+				out = append(out, r)
+				continue
+			}
+			if lo > 0 {
+				out = append(out, losslist.Range{First: r.First, Last: r.First.Add(lo - 1)})
+			}
+			if hi < n {
+				out = append(out, losslist.Range{First: r.First.Add(hi + 1), Last: r.Last})
+			}
+		}
+		runs = append(runs[:0], out...)
+	}
+	e.gapScratch = runs
+	return runs
 }
 
 // onMsgDrop applies a message drop request (spec §2.6). It returns false if it was dropped.
@@ -198,19 +218,21 @@ func (e *Endpoint) onMsgDrop(b []byte) bool {
 		last = e.lrsn
 	}
 	e.applyDrop(no, first, last)
+	e.syncLRSN()
 	e.stats.Messages.DropReqRecv++
 	return true
 }
 
-// applyDrop gives up first..last (all at or below the largest received number) of message no.
-func (e *Endpoint) applyDrop(no seqno.Msg, first, last seqno.Seq) {
+// applyDrop gives up first..last of message no (at or below the largest received number, or the
+// packet being inserted) and returns the last number it gave up.
+func (e *Endpoint) applyDrop(no seqno.Msg, first, last seqno.Seq) seqno.Seq {
 	ack := e.rcv.AckSeq()
 	_, last = e.rcv.Drop(first, last, no) // up to another message's packet, if one is in the range
 	e.rloss.RemoveRange(first, last)
-	e.syncLRSN()
 	if e.rcv.AckSeq() != ack {
 		e.ackForce = true // the sender can free the message at once
 	}
+	return last
 }
 
 // pendingDrop is a drop request whose range reaches beyond the largest received number.
@@ -221,8 +243,9 @@ type pendingDrop struct {
 
 // msgState is the receiver's message-mode state kept by the Endpoint.
 type msgState struct {
-	pending []pendingDrop // at most maxPendingDrops, oldest first
-	want    int           // bytes of send-buffer room the last refused message needs (CanWrite)
+	pending []pendingDrop    // at most maxPendingDrops, oldest first
+	dropped []losslist.Range // the ranges applyPending gave up at the packet being inserted
+	want    int              // bytes of send-buffer room the last refused message needs (CanWrite)
 }
 
 // maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given
@@ -250,11 +273,20 @@ func (e *Endpoint) applyPending(top seqno.Seq) {
 	k := 0
 	for _, d := range p {
 		if seqno.Offset(top, d.last) <= 0 {
-			e.applyDrop(d.no, d.first, d.last)
+			if end := e.applyDrop(d.no, d.first, d.last); seqno.Offset(d.first, end) >= 0 {
+				e.msgs.dropped = append(e.msgs.dropped, losslist.Range{First: d.first, Last: end})
+			}
 			continue
 		}
 		if seqno.Offset(e.rcv.ReadSeq(), d.last) < 0 {
 			continue // the read point passed it: nothing left to drop
+		}
+		if seqno.Offset(d.first, top) >= 0 {
+			// The numbers up to top are used: give them up now, as onMsgDrop does up to the
+			// largest received number, so that the ones missing are not reported lost.
+			if end := e.applyDrop(d.no, d.first, top); seqno.Offset(d.first, end) >= 0 {
+				e.msgs.dropped = append(e.msgs.dropped, losslist.Range{First: d.first, Last: end})
+			}
 		}
 		p[k] = d
 		k++
