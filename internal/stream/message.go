@@ -281,13 +281,6 @@ func (e *Endpoint) applyPending(top seqno.Seq) {
 		if seqno.Offset(e.rcv.ReadSeq(), d.last) < 0 {
 			continue // the read point passed it: nothing left to drop
 		}
-		if seqno.Offset(d.first, top) >= 0 {
-			// The numbers up to top are used: give them up now, as onMsgDrop does up to the
-			// largest received number, so that the ones missing are not reported lost.
-			if end := e.applyDrop(d.no, d.first, top); seqno.Offset(d.first, end) >= 0 {
-				e.msgs.dropped = append(e.msgs.dropped, losslist.Range{First: d.first, Last: end})
-			}
-		}
 		p[k] = d
 		k++
 	}
