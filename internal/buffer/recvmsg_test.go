@@ -65,8 +65,10 @@ func checkDelivered(t *testing.T, msg []byte, inserted map[seqno.Seq]uint32, del
 
 // FuzzRecvMessage drives a small message-mode receive buffer with arbitrary inserts (any
 // sequence number near the window, any FF, O and message number), drop requests and reads of
-// any size. It must never panic, Readable must always be the next message's size, and every
-// message read must be whole and consistent (checkDelivered).
+// any size. It must never panic, Readable must always be the next message's size, every message
+// read must be whole and consistent (checkDelivered), and every packet accepted must be, at any
+// moment, exactly one of held (Stored), read (4 bytes a packet here) or discarded unread
+// (Discarded: its message given up by Drop, or broken).
 func FuzzRecvMessage(f *testing.F) {
 	f.Add([]byte{0, 4, 0xc0, 1, 2, 40, 0, 0})                      // a solo packet, read it
 	f.Add([]byte{0, 5, 0x80, 1, 0, 4, 0x40, 1, 2, 40, 0, 0})       // first out of place, last at the head
@@ -78,6 +80,7 @@ func FuzzRecvMessage(f *testing.F) {
 		b := NewMessageRecvBuffer(capacity, 4, isn)
 		inserted := map[seqno.Seq]uint32{}
 		delivered := map[seqno.Seq]bool{}
+		accepted, read := 0, 0
 		buf := make([]byte, 4*capacity+8)
 		for len(ops) >= 4 {
 			op, x, y, z := ops[0], ops[1], ops[2], ops[3]
@@ -89,6 +92,7 @@ func FuzzRecvMessage(f *testing.F) {
 				w1 := uint32(y)>>6<<ffShift | uint32(y>>5&1)<<29 | uint32(no)
 				if b.InsertMessage(seq, w1, msgPkt(seq, w1)) == nil {
 					inserted[seq] = w1
+					accepted++
 				}
 			case 1:
 				last := seq.Add(int(y % 6))
@@ -126,7 +130,11 @@ func FuzzRecvMessage(f *testing.F) {
 						t.Fatalf("read %d bytes of a %d-byte message", n, size)
 					}
 					checkDelivered(t, p[:n], inserted, delivered)
+					read += n / 4
 				}
+			}
+			if got := b.Stored() + read + b.Discarded(); got != accepted {
+				t.Fatalf("%d accepted, but %d held + %d read + %d discarded = %d", accepted, b.Stored(), read, b.Discarded(), got)
 			}
 			if _, size := b.ReadMessage(nil); size != b.Readable() {
 				t.Fatalf("Readable %d, next message %d", b.Readable(), size)
