@@ -336,7 +336,13 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 			rej := req
 			rej.ReqType = packet.ReqRejected
 			rej.DstSocketID = hs.SocketID
-			send(&rej)
+			// Nothing of ours answers the peer once we return (our socket may close), so a lost
+			// 1002 would leave it waiting out its timeout instead of failing with the mismatch:
+			// it goes rejectCopies times, and all are lost with probability p³ where one copy is
+			// lost with p (30 % loss: 2.7 % instead of 30 %).
+			for range rejectCopies {
+				send(&rej)
+			}
 			m.release()
 			return fail(&modeMismatchError{peer: hs.SocketType, local: cfg.socketType()})
 		}
@@ -362,6 +368,10 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 		return c, nil
 	}
 }
+
+// rejectCopies is how many times a rendezvous that refuses its peer's mode sends the 1002 (see
+// rendezvous): a duplicate is harmless, as the peer fails on the first it gets.
+const rejectCopies = 3
 
 // rdvCandidate is a socket an unproven rendezvous sent its −1 to, and the MSS that −1 carried.
 type rdvCandidate struct {

@@ -319,3 +319,34 @@ func TestRendezvousRefusesUnusableLocalAddress(t *testing.T) {
 		}
 	}
 }
+
+// A real mode mismatch whose first 1002 is lost still fails on both sides with ErrModeMismatch:
+// the refusing side sends the 1002 rejectCopies times. With one copy, the other side waited out
+// its handshake timeout (14–18 of 40 runs at 30 % loss failed so, found by review).
+func TestRendezvousModeMismatchLostRejection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// A (stream) learns of the mismatch first, from B's −1; B would from A's −1, which is
+		// lost, so B learns of it only from A's 1002, whose first copy is lost too.
+		first1002 := simnet.DropFirst(1, func(b []byte) bool {
+			rt, _, ok := hsReqType(b)
+			return ok && rt == packet.ReqRejected
+		})
+		ab := simnet.LinkConfig{Delay: time.Millisecond, Drop: func(b []byte) bool {
+			rt, _, ok := hsReqType(b)
+			return ok && rt == packet.ReqResponse || first1002(b)
+		}}
+		p := simnet.NewPair(6, ab, simnet.LinkConfig{Delay: time.Millisecond})
+		defer p.Close()
+		msg := simConfig()
+		msg.MessageMode = true
+		msg.HandshakeTimeout = 3 * time.Second
+		stream := simConfig()
+		stream.HandshakeTimeout = 3 * time.Second
+		a, b := rendezvousPair(t, p, stream, msg, 0, 0)
+		for _, r := range []rdvResult{a, b} {
+			if !errors.Is(r.err, ErrModeMismatch) {
+				t.Fatalf("want a mode mismatch on both sides: A %v, B %v", a.err, b.err)
+			}
+		}
+	})
+}
