@@ -58,17 +58,17 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-// CloseContext closes the connection as Close does and waits until it is over: everything
-// written acknowledged (or not), Shutdown sent and answered (or re-sent in vain, ≈ 0.2 s against a
-// UDT 4.11 peer on a LAN, see Close), the connection forgotten, so that the process may exit or
-// close a socket given to DialPacketContext or NewListener. It returns nil if the peer acknowledged everything
-// written; an error matching ErrUnacknowledged (errors.Is) if the close ended with data
+// CloseContext closes the connection as Close does and waits until it is over: everything written
+// acknowledged (or not), Shutdown sent and answered (or re-sent in vain, ≈ 0.2 s against a UDT
+// 4.11 peer on a LAN, see Close), the connection forgotten, so that the process may exit or close
+// a socket given to DialPacketContext or NewListener. It returns nil if the peer acknowledged
+// everything written; an error matching ErrUnacknowledged (errors.Is) if the close ended with data
 // unacknowledged, because Config.Linger passed (at once with a negative Linger), the peer shut
 // down first (ErrPeerShutdown) or the connection broke (ErrPeerIdle, a socket error), saying how
 // many bytes; or ctx's error if ctx ends first, while the delivery goes on in the background as
 // after Close. Errors come inside a *net.OpError. Once a call has seen the close end, later calls
-// return the same outcome; a call that returned ctx's error saw no outcome, and a later call
-// waits again.
+// return the same outcome; a call that returned ctx's error saw no outcome, and a later call waits
+// again.
 //
 // Acknowledged means that the peer's UDT stack holds the bytes in its receive buffer (spec §2.3:
 // an ACK names the first packet not received), not that its application has read them: if the

@@ -27,34 +27,34 @@ import (
 // match exactly (spec §3.1); its fields are bounds-checked (spec §8.3: MSS in [76, 65535], flow
 // window ≥ 2 and capped at Config.FlowWindow, socket ID ≠ 0, ISN < 2^31); the negotiated MSS is
 // the smaller of both sides'; our socket ID and ISN come from crypto/rand. A rendezvous has no
-// listener to issue a SYN cookie, and needs none: we connect only on a −1 or −2 addressed to our
-// random socket ID, which the peer can know only by receiving our request at its address, the
-// very proof a cookie gives. The peer's socket ID and ISN are recorded from its first valid
-// handshake, but fixed only once a handshake addressed to our socket ID proves them; until then a
-// later handshake with others replaces them (anyone can send one from the peer's address, and a
-// forged datagram that arrived first would otherwise make us ignore the peer until the timeout).
-// While unproven, each 250 ms resend also sends a type 0 to ID 0: it reaches the peer's
-// rendezvous by address, whatever we recorded, or, once the peer is connected, its connection,
-// found by our address and socket ID, which answers with a −2 that proves it. For a peer that
-// answers only handshakes addressed to its socket ID (UDT 4.11), a packet on the data path from
-// it (it is connected) makes us re-send our −1 to each of the last 16 sockets we sent one to,
-// since the record it was connected on may have been replaced. Handshakes addressed to our socket ID queue apart from those to ID 0, so a flood of forged
-// ones cannot crowd them out. Once proven, a handshake that differs is from another socket and is
-// ignored. A peer of the
-// other mode (stream vs. message) is refused, once its handshake proves it, with a type 1002
-// answer carrying our socket type; both sides then fail with ErrModeMismatch. Departures from the reference: a side that connects on a −1 answers with
-// a −2 at once, so its peer completes in one trip instead of at its next 250 ms resend, and the
-// packet that completes a connection is not lost (UDT 4.11 drops it, spec §11.3 via the
-// captures' README).
+// listener to issue a SYN cookie, and needs none: we connect only on a −1 or −2 addressed to
+// our random socket ID, which the peer can know only by receiving our request at its address,
+// the very proof a cookie gives. The peer's socket ID and ISN are recorded from its first valid
+// handshake, but fixed only once a handshake addressed to our socket ID proves them; until then
+// a later handshake with others replaces them (anyone can send one from the peer's address, and
+// a forged datagram that arrived first would otherwise make us ignore the peer until the
+// timeout). While unproven, each 250 ms resend also sends a type 0 to ID 0: it reaches the
+// peer's rendezvous by address, whatever we recorded, or, once the peer is connected, its
+// connection, found by our address and socket ID, which answers with a −2 that proves it. For a
+// peer that answers only handshakes addressed to its socket ID (UDT 4.11), a packet on the data
+// path from it (it is connected) makes us re-send our −1 to each of the last 16 sockets we sent
+// one to, since the record it was connected on may have been replaced. Handshakes addressed to
+// our socket ID queue apart from those to ID 0, so a flood of forged ones cannot crowd them
+// out. Once proven, a handshake that differs is from another socket and is ignored. A peer of
+// the other mode (stream vs. message) is refused, once its handshake proves it, with a type
+// 1002 answer carrying our socket type; both sides then fail with ErrModeMismatch. Departures
+// from the reference: a side that connects on a −1 answers with a −2 at once, so its peer
+// completes in one trip instead of at its next 250 ms resend, and the packet that completes a
+// connection is not lost (UDT 4.11 drops it, spec §11.3 via the captures' README).
 
 // Rendezvous connects to the peer at raddr, which must call Rendezvous towards laddr at about the
 // same time (within the handshake timeout of each other), over a new UDP socket bound to laddr
-// ("host:port" or ":port"; the peer must know it, so the port must be fixed: port 0 is an error). network is "udp", "udp4"
-// or "udp6"; a nil cfg means defaults. It gives up after cfg.HandshakeTimeout, 30 s if unset
-// (spec §3.3), with ErrHandshakeTimeout; a peer of the other mode gives an error matching
-// ErrRejected and ErrModeMismatch; cancelling ctx aborts it with ctx.Err(); errors come inside a
-// *net.OpError. The socket is closed with the connection. To run several rendezvous (and
-// connections of other kinds) over one socket, use Listener.Rendezvous.
+// ("host:port" or ":port"; the peer must know it, so the port must be fixed: port 0 is an error).
+// network is "udp", "udp4" or "udp6"; a nil cfg means defaults. It gives up after
+// cfg.HandshakeTimeout, 30 s if unset (spec §3.3), with ErrHandshakeTimeout; a peer of the other
+// mode gives an error matching ErrRejected and ErrModeMismatch; cancelling ctx aborts it with
+// ctx.Err(); errors come inside a *net.OpError. The socket is closed with the connection. To run
+// several rendezvous (and connections of other kinds) over one socket, use Listener.Rendezvous.
 func Rendezvous(ctx context.Context, network, laddr, raddr string, cfg *Config) (*Conn, error) {
 	checkContext(ctx)
 	r, err := cfg.resolved()
@@ -265,7 +265,9 @@ func rendezvous(ctx context.Context, m *mux, raddr *net.UDPAddr, cfg *Config, ab
 				// The peer is connected (only it can address our random ID), on a −1 of ours;
 				// but our record was replaced since, maybe by a forger, and the packet cannot
 				// say which record is the peer's. Ask every socket our −1 went to: the peer's
-				// connection answers with a −2 to our ID, which proves its record.
+				// connection answers with a −2 to our ID, which proves its record. At most every
+				// fifth of a resend interval (50 ms): the peer's packets come far more often, and
+				// one ask sends up to maxRdvCandidates datagrams, so at most 320 a second.
 				if now := time.Now(); now.Sub(lastAsk) >= handshakeInterval/5 {
 					lastAsk = now
 					for _, cand := range addressed {

@@ -206,12 +206,11 @@ func TestRendezvousForgedFlood(t *testing.T) {
 
 // hsReqType returns a handshake datagram's request type and socket ID.
 func hsReqType(b []byte) (packet.ReqType, uint32, bool) {
-	typ, ok := simnet.UDTControlType(b)
-	if !ok || typ != 0 || len(b) < 16+28 {
+	var h packet.Handshake
+	if !isHandshake(b) || h.Decode(b) != nil {
 		return 0, 0, false
 	}
-	return packet.ReqType(int32(uint32(b[36])<<24 | uint32(b[37])<<16 | uint32(b[38])<<8 | uint32(b[39]))),
-		uint32(b[40])<<24 | uint32(b[41])<<16 | uint32(b[42])<<8 | uint32(b[43]), true
+	return h.ReqType, h.SocketID, true
 }
 
 // Each side's first type 0 is lost, and one datagram forged to each side lands before their

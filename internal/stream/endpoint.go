@@ -82,9 +82,8 @@ type Endpoint struct {
 	lastPeriodicNAK time.Duration // last periodic NAK sent
 	nak             packet.NAK
 	dueRanges       []losslist.Range
-	gapScratch      []losslist.Range // gapRuns' result (message mode)
-	rro             rcvReorder       // the receiver's reordering window (reorder.go)
-	msgs            msgState         // message mode (message.go)
+	rro             rcvReorder // the receiver's reordering window (reorder.go)
+	msgs            msgState   // message mode (message.go)
 
 	// Shared.
 	rtt        rtt.Estimator // UDT4 smoothing, seeded by the first sample (rttSample)

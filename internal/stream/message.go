@@ -158,33 +158,6 @@ func (e *Endpoint) syncLRSN() {
 	}
 }
 
-// gapRuns returns the parts of the gap first..last that are losses: all of it, less the numbers
-// that drop requests applied at this packet's insert gave up (e.msgs.dropped; spec §2.6: given-up
-// numbers are not reported missing).
-func (e *Endpoint) gapRuns(first, last seqno.Seq) []losslist.Range {
-	runs := append(e.gapScratch[:0], losslist.Range{First: first, Last: last})
-	for _, d := range e.msgs.dropped {
-		out := runs[len(runs):]
-		for _, r := range runs {
-			lo, hi := seqno.Offset(r.First, d.First), seqno.Offset(r.First, d.Last)
-			n := seqno.Offset(r.First, r.Last)
-			if hi < 0 || lo > n { // disjoint
-				out = append(out, r)
-				continue
-			}
-			if lo > 0 {
-				out = append(out, losslist.Range{First: r.First, Last: r.First.Add(lo - 1)})
-			}
-			if hi < n {
-				out = append(out, losslist.Range{First: r.First.Add(hi + 1), Last: r.Last})
-			}
-		}
-		runs = append(runs[:0], out...)
-	}
-	e.gapScratch = runs
-	return runs
-}
-
 // onMsgDrop applies a message drop request (spec §2.6). It returns false if it was dropped.
 func (e *Endpoint) onMsgDrop(b []byte) bool {
 	var m packet.MsgDropRequest
@@ -244,7 +217,7 @@ type pendingDrop struct {
 // msgState is the receiver's message-mode state kept by the Endpoint.
 type msgState struct {
 	pending []pendingDrop    // at most maxPendingDrops, oldest first
-	dropped []losslist.Range // the ranges applyPending gave up at the packet being inserted
+	dropped []losslist.Range // the ranges applyPending gave up at the packet being inserted (onGap)
 	want    int              // bytes of send-buffer room the last refused message needs (CanWrite)
 }
 

@@ -53,23 +53,25 @@ func rvNAKs(e *Endpoint) []seqno.Seq {
 		if !ok {
 			return out
 		}
-		if typ, _ := packet.Type(b); typ != packet.TypeNAK {
-			continue
-		}
-		w := b[headerSize:]
-		for i := 0; i+4 <= len(w); i += 4 {
-			x := be.Uint32(w[i:])
-			if x&(1<<31) != 0 && i+8 <= len(w) {
-				f, l := seqno.SeqFromWire(x&^(1<<31)), seqno.SeqFromWire(be.Uint32(w[i+4:]))
-				for s := f; seqno.Offset(s, l) >= 0; s = s.Inc() {
-					out = append(out, s)
-				}
-				i += 4
-				continue
+		out = nakNumbers(out, b)
+	}
+}
+
+// nakNumbers appends to out every number the NAK b names (nothing if b is no NAK).
+func nakNumbers(out []seqno.Seq, b []byte) []seqno.Seq {
+	var n packet.NAK
+	if typ, err := packet.Type(b); err != nil || typ != packet.TypeNAK || n.Decode(b) != nil {
+		return out
+	}
+	for _, r := range n.Ranges {
+		for s, l := seqno.SeqFromWire(r.First), seqno.SeqFromWire(r.Last); ; s = s.Inc() {
+			out = append(out, s)
+			if s == l {
+				break
 			}
-			out = append(out, seqno.SeqFromWire(x))
 		}
 	}
+	return out
 }
 
 // Our sender's usual give-up (drop request first, then its stub carrying the last number): the
@@ -210,7 +212,6 @@ func TestMessageRecvTTLPropertyRun(t *testing.T) {
 				return false
 			}
 			ack := e.rcv.AckSeq()
-			w := b[headerSize:]
 			check := func(s seqno.Seq) {
 				if seqno.Offset(ack, s) < 0 || e.rcv.Has(s) {
 					if bad++; bad < 5 || seen[s] {
@@ -218,17 +219,8 @@ func TestMessageRecvTTLPropertyRun(t *testing.T) {
 					}
 				}
 			}
-			for i := 0; i+4 <= len(w); i += 4 {
-				x := be.Uint32(w[i:])
-				if x&(1<<31) != 0 && i+8 <= len(w) {
-					f, la := seqno.SeqFromWire(x&^(1<<31)), seqno.SeqFromWire(be.Uint32(w[i+4:]))
-					for s := f; seqno.Offset(s, la) >= 0; s = s.Inc() {
-						check(s)
-					}
-					i += 4
-				} else {
-					check(seqno.SeqFromWire(x))
-				}
+			for _, q := range nakNumbers(nil, b) {
+				check(q)
 			}
 			return false
 		}

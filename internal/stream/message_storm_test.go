@@ -127,10 +127,6 @@ func rvStorm(t *testing.T, seed uint64, hostile bool) {
 			if !ok {
 				break
 			}
-			if typ, _ := packet.Type(c); typ != packet.TypeNAK {
-				continue
-			}
-			w := c[headerSize:]
 			chk := func(q seqno.Seq) {
 				if seqno.Offset(ack, q) < 0 {
 					t.Errorf("seed %d hostile %v: NAK names %v before the ACK number %v", seed, hostile, q, ack)
@@ -145,17 +141,8 @@ func rvStorm(t *testing.T, seed uint64, hostile bool) {
 					}
 				}
 			}
-			for i := 0; i+4 <= len(w); i += 4 {
-				x := be.Uint32(w[i:])
-				if x&(1<<31) != 0 && i+8 <= len(w) {
-					f, la := seqno.SeqFromWire(x&^(1<<31)), seqno.SeqFromWire(be.Uint32(w[i+4:]))
-					for q := f; seqno.Offset(q, la) >= 0; q = q.Inc() {
-						chk(q)
-					}
-					i += 4
-				} else {
-					chk(seqno.SeqFromWire(x))
-				}
+			for _, q := range nakNumbers(nil, c) {
+				chk(q)
 			}
 		}
 		for {

@@ -135,23 +135,17 @@ func (e *Endpoint) sndReorderWindow() time.Duration { return e.sro.win.get(e.rtt
 // onGap records the gap first..last revealed by a packet stamped ts and NAKs it at once if the
 // reordering window is zero.
 func (e *Endpoint) onGap(t time.Duration, now time.Time, first, last seqno.Seq, ts uint32) {
-	runs := []losslist.Range{{First: first, Last: last}}
-	if e.cfg.Messages && len(e.msgs.dropped) > 0 {
-		runs = e.gapRuns(first, last)
-	}
-	n := 0
-	for _, r := range runs {
-		k, err := e.rloss.Detect(r.First, r.Last, now, ts)
-		if err != nil { // cannot happen: every gap lies within the receive window
-			e.stats.Drops.OutOfWindow++
-			return
-		}
-		n += k
-	}
-	if n == 0 {
+	n, err := e.rloss.Detect(first, last, now, ts)
+	if err != nil { // cannot happen: every gap lies within the receive window
+		e.stats.Drops.OutOfWindow++
 		return
 	}
-	if e.rloss.Len() == n {
+	for _, d := range e.msgs.dropped {
+		// Given up by drop requests at this packet's insert (message mode): not missing (spec
+		// §2.6), and not reported.
+		n -= e.rloss.RemoveRange(d.First, d.Last)
+	}
+	if n > 0 && e.rloss.Len() == n {
 		e.nakTick = t // the periodic NAK starts with the first loss
 	}
 	e.checkPendingNAK(t, now)
