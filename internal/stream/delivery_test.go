@@ -128,13 +128,19 @@ type bottleneckPath struct {
 	linkFree          time.Duration // when the bottleneck finishes its last packet
 	rcvd              map[int]bool
 	lrsn, nextSend, n int
+	// ackAgg, if positive, holds every report on the return path until the next multiple of it
+	// (ACK aggregation); peerClock, if set, gives each report the receiver's header timestamp
+	// for the time it was sent.
+	ackAgg    time.Duration
+	peerClock func(sent time.Duration) uint32
 }
 
 type pathEvent struct {
 	at   time.Duration
-	kind int // 0 send, 1 arrival at the receiver, 2 ACK at the sender, 3 NAK at the sender, 4 resend timer
-	k    int // packet index (send: -1 = next new one)
-	a, b int // ACK: first missing; NAK: range
+	kind int           // 0 send, 1 arrival at the receiver, 2 ACK at the sender, 3 NAK at the sender, 4 resend timer
+	k    int           // packet index (send: -1 = next new one)
+	a, b int           // ACK: first missing; NAK: range
+	gen  time.Duration // ACK, NAK: when the receiver sent it
 }
 
 type pathEvents []pathEvent
@@ -144,6 +150,15 @@ func (h pathEvents) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h pathEvents) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
 func (h *pathEvents) Push(x any)        { *h = append(*h, x.(pathEvent)) }
 func (h *pathEvents) Pop() any          { o := *h; x := o[len(o)-1]; *h = o[:len(o)-1]; return x }
+
+// back returns when a report the receiver sends at gen reaches the sender.
+func (p *bottleneckPath) back(gen time.Duration) time.Duration {
+	at := gen + p.owd
+	if p.ackAgg > 0 {
+		at = (at + p.ackAgg - 1).Truncate(p.ackAgg)
+	}
+	return at
+}
 
 func (p *bottleneckPath) run(n int, end time.Duration) {
 	p.n, p.lrsn, p.rcvd = n, -1, map[int]bool{}
@@ -176,7 +191,7 @@ func (p *bottleneckPath) run(n int, end time.Duration) {
 			}
 			p.rcvd[e.k] = true
 			if e.k > p.lrsn+1 {
-				heap.Push(q, pathEvent{at: e.at + p.owd, kind: 3, a: p.lrsn + 1, b: e.k - 1})
+				heap.Push(q, pathEvent{at: p.back(e.at), kind: 3, a: p.lrsn + 1, b: e.k - 1, gen: e.at})
 			}
 			p.lrsn = max(p.lrsn, e.k)
 		case 5: // receiver ACK timer
@@ -184,9 +199,12 @@ func (p *bottleneckPath) run(n int, end time.Duration) {
 			for p.rcvd[first] {
 				first++
 			}
-			heap.Push(q, pathEvent{at: e.at + p.owd, kind: 2, a: first})
+			heap.Push(q, pathEvent{at: p.back(e.at), kind: 2, a: first, gen: e.at})
 		case 2, 3:
 			p.d.begin()
+			if p.peerClock != nil {
+				p.d.peerClock(p.peerClock(e.gen))
+			}
 			if e.kind == 3 {
 				from, to := p.isn.Add(e.a), p.isn.Add(e.b)
 				p.d.onLost(from, to)
@@ -229,15 +247,19 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 		sendGap, linkGap time.Duration
 		loss             float64
 		owd              time.Duration // one-way delay; 25 ms when 0
+		ackAgg           time.Duration // the return path's release period (bottleneckPath.ackAgg)
 	}{
-		{"clean, paced at the rate", time.Millisecond, time.Millisecond, 0, 0},
-		{"1 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.01, 0},
-		{"3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 0},
-		{"1 % loss, 1.25× the rate", 800 * time.Microsecond, time.Millisecond, 0.01, 0},
-		{"3 % loss, 2× the rate", 500 * time.Microsecond, time.Millisecond, 0.03, 0},
-		{"5 ms path, 3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 2 * time.Millisecond},
-		{"5 ms path, 10 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.1, 2 * time.Millisecond},
-		{"11 ms path, 10 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.1, 5 * time.Millisecond},
+		{"clean, paced at the rate", time.Millisecond, time.Millisecond, 0, 0, 0},
+		{"1 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.01, 0, 0},
+		{"3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 0, 0},
+		{"1 % loss, 1.25× the rate", 800 * time.Microsecond, time.Millisecond, 0.01, 0, 0},
+		{"3 % loss, 2× the rate", 500 * time.Microsecond, time.Millisecond, 0.03, 0, 0},
+		{"5 ms path, 3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 2 * time.Millisecond, 0},
+		{"5 ms path, 10 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.1, 2 * time.Millisecond, 0},
+		{"11 ms path, 10 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.1, 5 * time.Millisecond, 0},
+		{"ACKs in 5 ms batches, paced at the rate", time.Millisecond, time.Millisecond, 0, 5 * time.Millisecond, 5 * time.Millisecond},
+		{"ACKs in 5 ms batches, 3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 5 * time.Millisecond, 5 * time.Millisecond},
+		{"ACKs in 5 ms batches, 1 % loss, 1.25× the rate", 800 * time.Microsecond, time.Millisecond, 0.01, 10 * time.Millisecond, 5 * time.Millisecond},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			isn := seqno.MaxSeq.Add(-500) // wraps after 500 packets
@@ -249,7 +271,10 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 			worst, worstRepair, repairs := 0.0, 0.0, 0
 			for seed := uint64(1); seed <= 8; seed++ {
 				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: c.sendGap, linkGap: c.linkGap,
-					owd: owd, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7))}
+					owd: owd, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7)), ackAgg: c.ackAgg}
+				p.peerClock = func(sent time.Duration) uint32 {
+					return uint32(sent/time.Microsecond) - 1e6 // the receiver's clock wraps a second in
+				}
 				p.run(3000, 4*time.Second)
 				if len(p.samples) < 20 {
 					t.Fatalf("seed %d: only %d samples", seed, len(p.samples))
@@ -287,6 +312,51 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 }
 
 func rate(s congestion.Delivery) float64 { return float64(s.Delivered) / s.Interval.Seconds() }
+
+// The receiver's clock only ever lengthens a sample's interval, and by no more than a round trip:
+// a peer whose timestamps are garbage (random, or jumping ahead) lowers samples at most to what
+// an extra round trip in their interval gives, never to nothing, and never raises one.
+func TestDeliveryPeerClockBounded(t *testing.T) {
+	for _, clock := range []struct {
+		name string
+		f    func(rng *rand.Rand, sent time.Duration) uint32
+	}{
+		{"random", func(rng *rand.Rand, _ time.Duration) uint32 { return rng.Uint32() }},
+		{"jumps ahead", func(rng *rand.Rand, sent time.Duration) uint32 {
+			return uint32(sent/time.Microsecond) + uint32(rng.IntN(4))*1e9
+		}},
+		{"runs 10× fast", func(_ *rand.Rand, sent time.Duration) uint32 { return uint32(10 * sent / time.Microsecond) }},
+	} {
+		t.Run(clock.name, func(t *testing.T) {
+			isn := seqno.MaxSeq.Add(-500)
+			run := func(peer bool) []congestion.Delivery {
+				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: time.Millisecond, linkGap: time.Millisecond,
+					owd: 5 * time.Millisecond, size: 1000, loss: 0.03, rng: rand.New(rand.NewPCG(3, 7)), ackAgg: 5 * time.Millisecond}
+				if peer {
+					crng := rand.New(rand.NewPCG(9, 9))
+					p.peerClock = func(sent time.Duration) uint32 { return clock.f(crng, sent) }
+				}
+				p.run(3000, 4*time.Second)
+				return p.samples
+			}
+			plain, broken := run(false), run(true)
+			if len(plain) != len(broken) || len(plain) < 100 {
+				t.Fatalf("%d samples without the peer's clock, %d with it: the clock changed more than intervals", len(plain), len(broken))
+			}
+			var maxRTT time.Duration
+			for _, s := range plain {
+				maxRTT = max(maxRTT, s.RTT)
+			}
+			for i, a := range plain {
+				b := broken[i]
+				if a.Delivered != b.Delivered || b.Interval < a.Interval || b.Interval > a.Interval+maxRTT {
+					t.Fatalf("sample %d: %d bytes over %v without the peer's clock, %d over %v with it; want the same bytes over at most %v more",
+						i, a.Delivered, a.Interval, b.Delivered, b.Interval, maxRTT)
+				}
+			}
+		})
+	}
+}
 
 // The suffix-minimum stack stays bounded under in-order delivery (which pops nothing), answers
 // the recent events exactly, and never answers an older event with a later send time than the
