@@ -41,8 +41,8 @@ const (
 	pktAcked                         // counted in a Delivery.NewlyAcked: known or implied received
 	pktSkipped                       // a given-up message's number, never sent (skip, message.go)
 	pktBlind                         // resent without the receiver's report of its loss since: any copy may be the one delivered
-	pktPeerAt                        // peerAt holds the receiver's clock at deliveredAt (see peerInterval)
-	pktPeerRepair                    // peerRepairAt holds the receiver's clock at repairedAt
+	pktPeerAt                        // peerAt holds the receiver's clock at deliveredAt (delivery_peer.go)
+	pktPeerRepair                    // peerRepair holds the receiver's clock at repairedAt
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -87,10 +87,7 @@ type deliveryTracker struct {
 	newestSent      time.Duration // the latest departure of a packet delivered so far
 	newestOnTime    time.Duration // … of one not acknowledged late
 	deliveredTime   time.Duration // C.delivered_time: when the highest known received advanced
-	peerDelivered   uint32        // the receiver's clock (µs) of the report that moved deliveredTime
-	hasPeerDlv      bool          // peerDelivered is set for the current deliveredTime
-	peerRepair      uint32        // the receiver's clock (µs) of the report that moved repairTime
-	hasPeerRepair   bool
+	peer            peerClock     // the receiver's clock at deliveredTime and repairTime (delivery_peer.go)
 	repairTime      time.Duration // when a retransmission was last delivered in time (a repair's ACK dates it)
 	highest         seqno.Seq     // the highest sequence number known received
 	hasHighest      bool
@@ -133,13 +130,11 @@ type deliveryEvent struct {
 	refTxInFlight  int64
 	refFlags       uint16
 	refEvent       uint64
-	sent           sendRange // departures of the newly delivered packets
-	onTime         sendRange // … of those not acknowledged late (a repair's sample counts only them)
-	refLate        int64     // the reference's lateAt
-	refPeerAt      uint32    // the reference's peerAt, if refPeer
-	refPeer        bool
-	peerTS         uint32 // the receiver's header timestamp of the ACK or NAK, if hasPeerTS
-	hasPeerTS      bool
+	sent           sendRange     // departures of the newly delivered packets
+	onTime         sendRange     // … of those not acknowledged late (a repair's sample counts only them)
+	refLate        int64         // the reference's lateAt
+	refPeer        peerStamp     // the receiver's clock at the reference's P.delivered_time (or repairedAt)
+	peer           peerStamp     // … when it sent this ACK or NAK
 	hasRTT         bool          // rttSent is set
 	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
 	rttSeq         int           // its offset, to pick the newest
@@ -197,28 +192,18 @@ func (d *deliveryTracker) onSend(seq seqno.Seq, size int, t time.Duration, retra
 	}
 	if d.inflightPkts == 0 {
 		d.firstSentTime, d.deliveredTime = t, t // a new flight starts its own intervals (§3.2)
-		d.hasPeerDlv = false                    // … which the receiver's clock does not date
+		d.peer.delivered = peerStamp{}          // … which the receiver's clock does not date
 	}
 	if p.flags&pktInFlight == 0 {
 		p.flags |= pktInFlight
 		d.inflight += int64(p.size)
 		d.inflightPkts++
 	}
-	p.flags &^= pktLost | pktAppLimited | pktImplied | pktPeerAt | pktPeerRepair
+	p.flags &^= pktLost | pktAppLimited | pktImplied
 	if d.appLimited != 0 {
 		p.flags |= pktAppLimited
 	}
-	if d.hasPeerDlv {
-		p.flags |= pktPeerAt
-		p.peerAt = d.peerDelivered
-	}
-	if d.repairTime <= d.deliveredTime && d.hasPeerDlv { // repairedAt is deliveredAt
-		p.flags |= pktPeerRepair
-		p.peerRepair = d.peerDelivered
-	} else if d.repairTime > d.deliveredTime && d.hasPeerRepair {
-		p.flags |= pktPeerRepair
-		p.peerRepair = d.peerRepair
-	}
+	d.stampPeer(p)
 	p.sent, p.firstSent, p.deliveredAt = t, d.firstSentTime, d.deliveredTime
 	p.repairedAt = max(d.deliveredTime, d.repairTime)
 	p.delivered, p.lost, p.txInFlight, p.lateAt = d.delivered, d.lost, d.inflight, d.lateBytes
@@ -239,7 +224,7 @@ func (d *deliveryTracker) learnt(seq seqno.Seq, t time.Duration) {
 	if !d.hasHighest || seqno.Offset(d.highest, seq) > 0 {
 		d.highest, d.hasHighest = seq, true
 		d.deliveredTime = t
-		d.peerDelivered, d.hasPeerDlv = d.ev.peerTS, d.ev.hasPeerTS
+		d.peer.delivered = d.ev.peer
 	}
 }
 
@@ -298,11 +283,6 @@ func (d *deliveryTracker) begin() {
 	d.ev = deliveryEvent{priorInFlight: d.inflight}
 }
 
-// peerClock gives the event the header timestamp of the ACK or NAK it processes: the receiver's
-// clock, in µs, when it sent the report (spec §1.2). UDT 4.11 leaves it 0 in control packets
-// (docs/udt4-spec.md), which peerInterval reads as no clock.
-func (d *deliveryTracker) peerClock(ts uint32) { d.ev.peerTS, d.ev.hasPeerTS = ts, true }
-
 // deliver marks the record at offset k delivered at t.
 func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	if p.flags&pktDelivered != 0 {
@@ -349,10 +329,7 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		ev.refSent, ev.refFirst = p.sent, p.firstSent
 		ev.refLost, ev.refTxInFlight, ev.refFlags, ev.refEvent = p.lost, p.txInFlight, p.flags, p.event
 		ev.refLate = p.lateAt
-		ev.refPeerAt, ev.refPeer = p.peerAt, p.flags&pktPeerAt != 0
-		if rank == 1 {
-			ev.refPeerAt, ev.refPeer = p.peerRepair, p.flags&pktPeerRepair != 0
-		}
+		ev.refPeer = p.peerStamp(rank == 1)
 		d.firstSentTime = p.sent
 	}
 }
@@ -392,7 +369,7 @@ func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
 		}
 		if p.flags&pktDelivered == 0 && deliveryRank(p.flags) == 1 {
 			d.repairTime = t // a repair arrived now (see learnt)
-			d.peerRepair, d.hasPeerRepair = d.ev.peerTS, d.ev.hasPeerTS
+			d.peer.repair = d.ev.peer
 		}
 		d.deliver(k, p, t)
 	}
@@ -560,29 +537,4 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		}
 	}
 	return s, true
-}
-
-// peerInterval returns the event's ACK interval on the receiver's clock: from the report that set
-// the reference's P.delivered_time to this one, each dated by its header timestamp, or 0 where
-// either is unknown. The draft's ACK elapsed (§3.3) is on the sender's clock, so a return path
-// that holds ACKs and releases them together (ACK aggregation: Wi-Fi, cable, a coarse relay) or
-// delays them unevenly shortens it by up to that delay variation, while the packets it counts
-// arrived over the receiver's longer interval: on a 20 ms path whose ACKs leave in 5 ms batches
-// BBR's max filter kept samples 6–7 % above the link and cruised above it, building a standing
-// queue of a round trip. The receiver's interval is the one over which the counted packets
-// arrived (reports carry every arrival before they are sent), so a sample's interval is at least
-// that, as the draft's send elapsed bounds it from the sender's side. It only ever lengthens an
-// interval (lowers a sample), and one longer than the sender's own by more than a round trip
-// (the most that a return path's changing delay can account for) is not used: a peer's clock
-// that jumps or runs fast cannot shrink our samples to nothing.
-func (d *deliveryTracker) peerInterval(interval time.Duration) time.Duration {
-	ev := &d.ev
-	if !ev.refPeer || !ev.hasPeerTS {
-		return 0
-	}
-	pi := time.Duration(int32(ev.peerTS-ev.refPeerAt)) * time.Microsecond // the 32-bit µs clock wraps (§1.2)
-	if pi <= 0 || pi > interval+max(d.recentRTT, d.srtt) {
-		return 0
-	}
-	return pi
 }

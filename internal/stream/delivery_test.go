@@ -203,7 +203,7 @@ func (p *bottleneckPath) run(n int, end time.Duration) {
 		case 2, 3:
 			p.d.begin()
 			if p.peerClock != nil {
-				p.d.peerClock(p.peerClock(e.gen))
+				p.d.peerReport(p.peerClock(e.gen), e.at)
 			}
 			if e.kind == 3 {
 				from, to := p.isn.Add(e.a), p.isn.Add(e.b)
@@ -261,102 +261,68 @@ func TestDeliverySamplesNeverExceedTheBottleneck(t *testing.T) {
 		{"ACKs in 5 ms batches, 3 % loss, paced at the rate", time.Millisecond, time.Millisecond, 0.03, 5 * time.Millisecond, 5 * time.Millisecond},
 		{"ACKs in 5 ms batches, 1 % loss, 1.25× the rate", 800 * time.Microsecond, time.Millisecond, 0.01, 10 * time.Millisecond, 5 * time.Millisecond},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			isn := seqno.MaxSeq.Add(-500) // wraps after 500 packets
-			owd := c.owd
-			if owd == 0 {
-				owd = 25 * time.Millisecond
+		for _, clock := range []bool{false, true} {
+			if c.ackAgg > 0 && !clock {
+				continue // the draft's ACK elapsed alone over-reads there (1.07–1.20×): delivery_peer.go
 			}
-			minRTT := 2*owd + c.linkGap // the round trip of one packet through the idle bottleneck
-			worst, worstRepair, repairs := 0.0, 0.0, 0
-			for seed := uint64(1); seed <= 8; seed++ {
-				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: c.sendGap, linkGap: c.linkGap,
-					owd: owd, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7)), ackAgg: c.ackAgg}
-				p.peerClock = func(sent time.Duration) uint32 {
-					return uint32(sent/time.Microsecond) - 1e6 // the receiver's clock wraps a second in
+			name := c.name + ", no receiver clock (UDT 4.11)"
+			if clock {
+				name = c.name + ", the receiver's clock"
+			}
+			t.Run(name, func(t *testing.T) {
+				isn := seqno.MaxSeq.Add(-500) // wraps after 500 packets
+				owd := c.owd
+				if owd == 0 {
+					owd = 25 * time.Millisecond
 				}
-				p.run(3000, 4*time.Second)
-				if len(p.samples) < 20 {
-					t.Fatalf("seed %d: only %d samples", seed, len(p.samples))
-				}
-				path := float64(p.size) / c.linkGap.Seconds()
-				sum := 0.0
-				for _, s := range p.samples {
-					if s.Interval < minRTT {
-						continue // BBR drops these (sampleRate)
+				minRTT := 2*owd + c.linkGap // the round trip of one packet through the idle bottleneck
+				worst, worstRepair, repairs := 0.0, 0.0, 0
+				for seed := uint64(1); seed <= 8; seed++ {
+					p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: c.sendGap, linkGap: c.linkGap,
+						owd: owd, size: 1000, loss: c.loss, rng: rand.New(rand.NewPCG(seed, 7)), ackAgg: c.ackAgg}
+					if clock {
+						p.peerClock = func(sent time.Duration) uint32 {
+							return uint32(sent/time.Microsecond) - 1e6 // the receiver's clock wraps a second in
+						}
 					}
-					worst = max(worst, rate(s)/path)
-					if s.Repair {
-						worstRepair = max(worstRepair, rate(s)/path)
-						repairs++
+					p.run(3000, 4*time.Second)
+					if len(p.samples) < 20 {
+						t.Fatalf("seed %d: only %d samples", seed, len(p.samples))
 					}
-					sum += rate(s)
+					path := float64(p.size) / c.linkGap.Seconds()
+					sum := 0.0
+					for _, s := range p.samples {
+						if s.Interval < minRTT {
+							continue // BBR drops these (sampleRate)
+						}
+						worst = max(worst, rate(s)/path)
+						if s.Repair {
+							worstRepair = max(worstRepair, rate(s)/path)
+							repairs++
+						}
+						sum += rate(s)
+					}
+					if seed == 1 {
+						t.Logf("seed 1: %d samples, mean %.3f of the path", len(p.samples), sum/float64(len(p.samples))/path)
+					}
+					if mean := sum / float64(len(p.samples)) / path; c.loss == 0 && mean < 0.9 {
+						t.Errorf("seed %d: mean sample %.3f of the path's rate, want ≥ 0.9", seed, mean)
+					}
 				}
-				if seed == 1 {
-					t.Logf("seed 1: %d samples, mean %.3f of the path", len(p.samples), sum/float64(len(p.samples))/path)
+				t.Logf("highest sample over 8 seeds: %.3f× the bottleneck's rate (of the %d repairs' samples: %.3f×)", worst, repairs, worstRepair)
+				// One packet more than the bottleneck delivers in a min RTT: a window's count is
+				// whole packets, and its first may have left the bottleneck just before the window
+				// began. The 11 ms path reaches the bound exactly (12 packets in 11 ms), so the
+				// comparison allows floating-point rounding (1e-9), not a fraction of a packet.
+				if bound := 1 + float64(c.linkGap)/float64(minRTT); worst > bound*(1+1e-9) {
+					t.Errorf("a sample read %.3f× the bottleneck's rate, want ≤ %.3f× (one packet more per min RTT)", worst, bound)
 				}
-				if mean := sum / float64(len(p.samples)) / path; c.loss == 0 && mean < 0.9 {
-					t.Errorf("seed %d: mean sample %.3f of the path's rate, want ≥ 0.9", seed, mean)
-				}
-			}
-			t.Logf("highest sample over 8 seeds: %.3f× the bottleneck's rate (of the %d repairs' samples: %.3f×)", worst, repairs, worstRepair)
-			// One packet more than the bottleneck delivers in a min RTT: a window's count is
-			// whole packets, and its first may have left the bottleneck just before the window
-			// began. The 11 ms path reaches the bound exactly (12 packets in 11 ms), so the
-			// comparison allows floating-point rounding (1e-9), not a fraction of a packet.
-			if bound := 1 + float64(c.linkGap)/float64(minRTT); worst > bound*(1+1e-9) {
-				t.Errorf("a sample read %.3f× the bottleneck's rate, want ≤ %.3f× (one packet more per min RTT)", worst, bound)
-			}
-		})
+			})
+		}
 	}
 }
 
 func rate(s congestion.Delivery) float64 { return float64(s.Delivered) / s.Interval.Seconds() }
-
-// The receiver's clock only ever lengthens a sample's interval, and by no more than a round trip:
-// a peer whose timestamps are garbage (random, or jumping ahead) lowers samples at most to what
-// an extra round trip in their interval gives, never to nothing, and never raises one.
-func TestDeliveryPeerClockBounded(t *testing.T) {
-	for _, clock := range []struct {
-		name string
-		f    func(rng *rand.Rand, sent time.Duration) uint32
-	}{
-		{"random", func(rng *rand.Rand, _ time.Duration) uint32 { return rng.Uint32() }},
-		{"jumps ahead", func(rng *rand.Rand, sent time.Duration) uint32 {
-			return uint32(sent/time.Microsecond) + uint32(rng.IntN(4))*1e9
-		}},
-		{"runs 10× fast", func(_ *rand.Rand, sent time.Duration) uint32 { return uint32(10 * sent / time.Microsecond) }},
-	} {
-		t.Run(clock.name, func(t *testing.T) {
-			isn := seqno.MaxSeq.Add(-500)
-			run := func(peer bool) []congestion.Delivery {
-				p := &bottleneckPath{d: newDeliveryTracker(isn, 1<<16), isn: isn, sendGap: time.Millisecond, linkGap: time.Millisecond,
-					owd: 5 * time.Millisecond, size: 1000, loss: 0.03, rng: rand.New(rand.NewPCG(3, 7)), ackAgg: 5 * time.Millisecond}
-				if peer {
-					crng := rand.New(rand.NewPCG(9, 9))
-					p.peerClock = func(sent time.Duration) uint32 { return clock.f(crng, sent) }
-				}
-				p.run(3000, 4*time.Second)
-				return p.samples
-			}
-			plain, broken := run(false), run(true)
-			if len(plain) != len(broken) || len(plain) < 100 {
-				t.Fatalf("%d samples without the peer's clock, %d with it: the clock changed more than intervals", len(plain), len(broken))
-			}
-			var maxRTT time.Duration
-			for _, s := range plain {
-				maxRTT = max(maxRTT, s.RTT)
-			}
-			for i, a := range plain {
-				b := broken[i]
-				if a.Delivered != b.Delivered || b.Interval < a.Interval || b.Interval > a.Interval+maxRTT {
-					t.Fatalf("sample %d: %d bytes over %v without the peer's clock, %d over %v with it; want the same bytes over at most %v more",
-						i, a.Delivered, a.Interval, b.Delivered, b.Interval, maxRTT)
-				}
-			}
-		})
-	}
-}
 
 // The suffix-minimum stack stays bounded under in-order delivery (which pops nothing), answers
 // the recent events exactly, and never answers an older event with a later send time than the

@@ -295,7 +295,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 		return false
 	}
 	e.dlv.begin()
-	e.dlv.peerClock(be.Uint32(b[8:]))
+	e.dlv.peerReport(be.Uint32(b[8:]), t)
 	if a.Form == packet.ACKLight { // self-clocking only (spec §2.3)
 		e.stats.LightACKRecv++
 		if d := seqno.Offset(e.sndLastAck(), ack); d > 0 {
@@ -368,7 +368,7 @@ func (e *Endpoint) onNAK(now time.Time, b []byte) bool {
 	e.pmtu.heard = t // data of ours reached the receiver (pmtud.go's black-hole test)
 	e.traceNAKReceived(rs)
 	e.dlv.begin()
-	e.dlv.peerClock(be.Uint32(b[8:]))
+	e.dlv.peerReport(be.Uint32(b[8:]), t)
 	// Only packets declared lost after the reordering window reach the controller (reorder.go).
 	lr := e.declareNAKLosses(t, rs, be.Uint32(b[4:])&nakWaited != 0)
 	e.peerAnswered()
