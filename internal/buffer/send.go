@@ -29,6 +29,7 @@ type SendBuffer struct {
 	limit   int       // most bytes held (NewSendBufferSized); 0: only the slots bound it
 	scratch []byte    // Recut's
 	starts  []int     // Recut's
+	rc      recutPass // a re-cut in steps (StartRecut)
 	head    int       // slot of the oldest unacknowledged packet
 	used    int       // slots in use: [head, head+used)
 	sent    int       // of which sent: [head, head+sent)
@@ -69,8 +70,8 @@ func (b *SendBuffer) slot(k int) int {
 // control) when p is not empty. It never retains p. A message-mode buffer
 // takes nothing here (see WriteMessage).
 func (b *SendBuffer) Write(p []byte) int {
-	if b.msg != nil {
-		return 0 // message mode: WriteMessage
+	if b.msg != nil || b.rc.active {
+		return 0 // message mode: WriteMessage; a re-cut in progress: after it (StartRecut)
 	}
 	if b.limit > 0 {
 		p = p[:min(len(p), max(b.limit-b.bytes, 0))]
@@ -100,7 +101,7 @@ func (b *SendBuffer) Write(p []byte) int {
 // and stays valid and unchanged until the packet is acknowledged, or, if the
 // buffer is pinned then, until the last Unpin after that.
 func (b *SendBuffer) Next() (seq seqno.Seq, payload []byte, msg seqno.Msg, ok bool) {
-	if b.sent == b.used {
+	if b.sent == b.used || b.rc.active {
 		return 0, nil, 0, false
 	}
 	i := b.slot(b.sent)
@@ -193,6 +194,9 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 // the room left in an unsent last packet. Partly filled packets that were
 // already sent occupy a whole slot until acknowledged.
 func (b *SendBuffer) Free() int {
+	if b.rc.active {
+		return 0 // Write takes nothing until the re-cut ends (StartRecut)
+	}
 	f := (b.n - b.used - b.kept) * b.fill
 	if b.used > b.sent && b.msg == nil { // a message's last packet is never topped up
 		f += max(b.fill-b.st.length(b.slot(b.used-1)), 0)
@@ -215,6 +219,7 @@ func (b *SendBuffer) PayloadSize() int { return b.payload }
 // afterwards, except to Unpin.
 func (b *SendBuffer) Release() {
 	b.used, b.sent, b.bytes = 0, 0, 0
+	b.rc = recutPass{}
 	if b.pins > 0 {
 		b.released = true
 		return

@@ -1,6 +1,10 @@
 package buffer
 
-import "github.com/udtgo/udt/internal/seqno"
+import (
+	"math"
+
+	"github.com/udtgo/udt/internal/seqno"
+)
 
 // Packets of a size that changes (path MTU discovery): the slots keep PayloadSize bytes of room,
 // but Write cuts packets of PacketSize bytes, and Grow lengthens the next packet to be sent.
@@ -40,7 +44,7 @@ func (b *SendBuffer) NextLen() int {
 // byte stream is unchanged. It reports whether the next packet is now at least n bytes: false
 // when too little unsent data follows it (nothing is changed then).
 func (b *SendBuffer) Grow(n int) bool {
-	if b.sent == b.used || n > b.payload || b.msg != nil { // a message's packets stay as cut
+	if b.sent == b.used || n > b.payload || b.msg != nil || b.rc.active { // a message's packets stay as cut
 		return false
 	}
 	i := b.slot(b.sent)
@@ -70,30 +74,142 @@ func (b *SendBuffer) Grow(n int) bool {
 // has enough at every size down to its minimum). The byte stream is unchanged; sent packets are
 // not touched. It copies the unsent bytes once, through one slot-sized scratch buffer, or twice
 // when their sizes are mixed (a probe lengthened among shorter packets): first up to full
-// slots, then down to the size. It returns the change in the number of unsent packets.
+// slots, then down to the size. It returns the change in the number of unsent packets. It is
+// StartRecut and RecutStep until done, in one call.
 func (b *SendBuffer) Recut() int {
 	u := b.used - b.sent
-	if u == 0 || b.msg != nil { // message mode: packets carry their message's boundaries
+	if !b.StartRecut() {
 		return 0
+	}
+	for !b.RecutStep(math.MaxInt) {
+	}
+	return b.used - b.sent - u
+}
+
+// StartRecut begins the re-cut Recut does in one call, to be done in steps by RecutStep, each
+// copying a bounded share of the unsent bytes (so that a caller holding a lock others wait on
+// never copies the whole backlog, up to the buffer's capacity, in one hold). It reports whether
+// there is anything to re-cut; a re-cut in progress starts again from its current state. Until
+// the last step, the buffer takes no Write (Free is 0), hands out no new packet (Next) and
+// lengthens none (Grow); acknowledgements, retransmissions (Packet) and pins go on as usual.
+func (b *SendBuffer) StartRecut() bool {
+	for !b.RecutStep(math.MaxInt) { // one in progress ends first: its pass is half done
+	}
+	u := b.used - b.sent
+	if u == 0 || b.msg != nil { // message mode: packets carry their message's boundaries
+		return false
 	}
 	total, same, ahead, behind := b.layout(b.fill)
 	need := (total + b.fill - 1) / b.fill
 	switch {
 	case same || need > b.n-b.sent-b.kept:
-		return 0 // already cut so, or not enough free slots
+		return false // already cut so, or not enough free slots
 	case need < u && ahead:
-		b.recut(b.fill, true)
+		b.startPass(b.fill, true, 0)
 	case need >= u && behind:
-		b.recut(b.fill, false)
+		b.startPass(b.fill, false, 0)
 	default:
 		// Mixed sizes: full slots first (every packet is at most a slot, so a forward pass
 		// works), then down to the size (every packet is then at least that: backward).
 		b.layout(b.payload)
-		b.recut(b.payload, true)
-		b.layout(b.fill)
-		b.recut(b.fill, false)
+		b.startPass(b.payload, true, b.fill)
 	}
-	return b.used - b.sent - u
+	return true
+}
+
+// Recutting reports whether a re-cut started by StartRecut has steps left.
+func (b *SendBuffer) Recutting() bool { return b.rc.active }
+
+// RecutStep re-cuts about maxBytes more of the unsent bytes (at least one packet) and reports
+// whether the re-cut is complete (true also when none is in progress).
+func (b *SendBuffer) RecutStep(maxBytes int) bool {
+	rc := &b.rc
+	for budget := maxBytes; rc.active && budget > 0; budget -= rc.size {
+		if rc.forward && rc.w < rc.need || !rc.forward && rc.w >= 0 {
+			b.piece(rc.w)
+			if rc.forward {
+				rc.w++
+			} else {
+				rc.w--
+			}
+			continue
+		}
+		b.finishPass()
+	}
+	if rc.active && (rc.forward && rc.w == rc.need || !rc.forward && rc.w < 0) {
+		b.finishPass() // the last piece was this step's: end the pass without another step
+	}
+	return !rc.active
+}
+
+// recutPass is the state of a re-cut in steps (StartRecut): one pass over the unsent packets
+// laid out by layout (b.starts), cutting them at size, forward or backward.
+type recutPass struct {
+	active  bool
+	forward bool
+	size    int
+	then    int // the size of a backward pass to run after this one (mixed sizes), or 0
+	u, need int // unsent packets before the pass, after it
+	w       int // the next new packet to write
+	at      int // the old packet holding the previous piece's first byte (a pass is monotonic)
+}
+
+// startPass begins a pass over the packets layout laid out at size.
+func (b *SendBuffer) startPass(size int, forward bool, then int) {
+	u := b.used - b.sent
+	need := (b.starts[u] + size - 1) / size
+	b.rc = recutPass{active: true, forward: forward, size: size, then: then, u: u, need: need, w: need - 1}
+	if forward {
+		b.rc.w = 0
+	}
+	if cap(b.scratch) < b.payload {
+		b.scratch = make([]byte, b.payload)
+	}
+}
+
+// finishPass ends the current pass, its pieces all written, and starts the backward pass a
+// mixed re-cut has after its first.
+func (b *SendBuffer) finishPass() {
+	rc := &b.rc
+	if rc.forward {
+		for k := rc.need; k < rc.u; k++ {
+			b.st.release(b.slot(b.sent + k))
+		}
+	}
+	b.used = b.sent + rc.need
+	then := rc.then
+	*rc = recutPass{}
+	if then != 0 {
+		b.layout(then)
+		b.startPass(then, false, 0)
+	}
+}
+
+// piece gathers new packet w of the current pass from the old ones into its slot.
+func (b *SendBuffer) piece(w int) {
+	rc := &b.rc
+	starts := b.starts[:rc.u+1]
+	total, size := starts[rc.u], rc.size
+	lo, hi := w*size, min((w+1)*size, total)
+	for starts[rc.at+1] <= lo {
+		rc.at++
+	}
+	for rc.at > 0 && starts[rc.at] > lo {
+		rc.at--
+	}
+	k := rc.at
+	tmp, n := b.scratch[:hi-lo], 0
+	for off := lo; off < hi; k++ {
+		src := b.st.data(b.slot(b.sent + k))
+		c := copy(tmp[n:], src[off-starts[k]:])
+		n, off = n+c, off+c
+	}
+	i := b.slot(b.sent + w)
+	if w >= rc.u {
+		b.st.acquire(i) // a new slot
+	}
+	copy(b.st.bytes(i), tmp)
+	b.st.setLength(i, len(tmp))
 }
 
 // layout fills b.starts with the stream offsets of the unsent packets and reports their total
@@ -116,54 +232,4 @@ func (b *SendBuffer) layout(size int) (total int, same, ahead, behind bool) {
 	}
 	b.starts = starts
 	return starts[u], same, ahead, behind
-}
-
-// recut re-chunks the unsent packets laid out by layout at size bytes, forward or backward (see
-// layout), taking or releasing slots as the count changes.
-func (b *SendBuffer) recut(size int, forward bool) {
-	u := b.used - b.sent
-	starts := b.starts[:u+1]
-	total := starts[u]
-	need := (total + size - 1) / size
-	if cap(b.scratch) < b.payload {
-		b.scratch = make([]byte, b.payload)
-	}
-	// at is the old packet holding the previous piece's first byte: a pass is monotonic, so
-	// the scan resumes there.
-	at := 0
-	piece := func(w int) { // gather new packet w from the old ones into its slot
-		lo, hi := w*size, min((w+1)*size, total)
-		for starts[at+1] <= lo {
-			at++
-		}
-		for at > 0 && starts[at] > lo {
-			at--
-		}
-		k := at
-		tmp, n := b.scratch[:hi-lo], 0
-		for off := lo; off < hi; k++ {
-			src := b.st.data(b.slot(b.sent + k))
-			c := copy(tmp[n:], src[off-starts[k]:])
-			n, off = n+c, off+c
-		}
-		i := b.slot(b.sent + w)
-		if w >= u {
-			b.st.acquire(i) // a new slot
-		}
-		copy(b.st.bytes(i), tmp)
-		b.st.setLength(i, len(tmp))
-	}
-	if forward {
-		for w := range need {
-			piece(w)
-		}
-		for k := need; k < u; k++ {
-			b.st.release(b.slot(b.sent + k))
-		}
-	} else {
-		for w := need - 1; w >= 0; w-- {
-			piece(w)
-		}
-	}
-	b.used = b.sent + need
 }

@@ -2,6 +2,7 @@ package buffer
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 
 	"github.com/udtgo/udt/internal/seqno"
@@ -264,4 +265,92 @@ func BenchmarkRecut(b *testing.B) {
 		buf.Recut()
 	}
 	b.ReportMetric(float64(buf.Unsent()), "unsent-pkts")
+}
+
+// FuzzRecutSteps: a re-cut done in steps of a few bytes (StartRecut, RecutStep), with the sent
+// packets acknowledged and the buffer pinned between steps, leaves the stream and the packet
+// lengths exactly as Recut in one call does; while it is in progress Write takes nothing, Free is
+// 0, Next hands out nothing and Grow lengthens nothing, while Packet still finds the sent ones.
+func FuzzRecutSteps(f *testing.F) {
+	f.Add([]byte{10, 10, 10, 3}, uint8(15), uint8(2), uint8(7))
+	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1), uint8(1))
+	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0), uint8(40))
+	f.Add([]byte{40, 40, 40, 40, 40, 40}, uint8(9), uint8(3), uint8(20))
+	f.Fuzz(func(t *testing.T, lens []byte, size, sent, step uint8) {
+		const payload = 40
+		if len(lens) > 60 || size == 0 || size > payload || step == 0 {
+			return
+		}
+		build := func() (*SendBuffer, []byte, []byte) {
+			b := NewSendBufferSized(64*payload, payload, 1, 0)
+			var src []byte
+			for _, l := range lens {
+				l = l%payload + 1
+				b.SetPacketSize(int(l))
+				chunk := make([]byte, l)
+				for i := range chunk {
+					chunk[i] = byte(len(src)*7 + i)
+				}
+				n := b.Write(chunk)
+				src = append(src, chunk[:n]...)
+			}
+			var got []byte
+			for range int(sent) % (b.Unsent() + 1) {
+				_, p, _, _ := b.Next()
+				got = append(got, p...)
+			}
+			b.SetPacketSize(int(size))
+			return b, src, got
+		}
+		lengths := func(b *SendBuffer) []int {
+			var ls []int
+			for k := range b.Unsent() {
+				ls = append(ls, b.st.length(b.slot(b.sent+k)))
+			}
+			return ls
+		}
+		one, _, _ := build()
+		one.Recut()
+		want := lengths(one)
+
+		b, src, got := build()
+		inFlight := b.InFlight()
+		if b.StartRecut() {
+			for steps := 0; !b.RecutStep(int(step)); steps++ {
+				if steps > 10*len(src) {
+					t.Fatal("RecutStep never ends")
+				}
+				if b.Write([]byte{1}) != 0 || b.Free() != 0 || b.Grow(payload) {
+					t.Fatal("Write, Free or Grow during a re-cut")
+				}
+				if _, _, _, ok := b.Next(); ok {
+					t.Fatal("Next handed out a packet during a re-cut")
+				}
+				if inFlight > 0 {
+					if _, _, ok := b.Packet(b.AckSeq()); !ok {
+						t.Fatal("Packet lost a sent packet during a re-cut")
+					}
+					b.Pin()
+					if _, err := b.Ack(b.AckSeq().Add(1)); err != nil {
+						t.Fatal(err)
+					}
+					inFlight--
+					b.Unpin()
+				}
+			}
+		}
+		if b.Recutting() {
+			t.Fatal("Recutting after the last step")
+		}
+		if g := lengths(b); !slices.Equal(g, want) {
+			t.Fatalf("stepped re-cut left lengths %v, one call %v", g, want)
+		}
+		for b.Unsent() > 0 {
+			_, p, _, _ := b.Next()
+			got = append(got, p...)
+		}
+		if !bytes.Equal(got, src) {
+			t.Fatalf("stream changed: %d bytes, want %d", len(got), len(src))
+		}
+	})
 }

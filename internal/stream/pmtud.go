@@ -30,8 +30,12 @@ import (
 //     (EMSGSIZE). A size fails for good after MaxProbes consecutive failures (RFC 8899 §5.1.2,
 //     robust to isolated loss); it then bounds the search. The search is complete once the
 //     range is narrower than searchStep, and starts again after raiseTimer.
-//   - When the size changes, the packets not yet sent are cut again at it (buffer.Recut: one copy
-//     of the unsent bytes, at most SendBuffer, a few times per connection).
+//   - When the size changes, the packets not yet sent are cut again at it: one copy of the unsent
+//     bytes (at most SendBuffer, a few times per connection), recutChunk bytes per release
+//     (buffer.SendBuffer.StartRecut, RecutStep), since the caller holds the connection's lock:
+//     in one piece a bulk writer's backlog of up to the whole send buffer (tens of MB) held it
+//     for 9-12 ms. New data waits for the last step (the release right after is due at once);
+//     retransmissions do not.
 //   - A failed probe, and every packet sent before the size fell, cannot be cut again (UDT4
 //     numbers packets, not bytes): those leave with fragmentation allowed (RFC 8899 §4.4: a PL
 //     that cannot resegment retransmits with network-layer fragmentation). conn sends a packet
@@ -191,7 +195,7 @@ func (e *Endpoint) probeAcked(ack seqno.Seq) {
 		// Data written before the size grew (a bulk writer fills the whole send buffer at once,
 		// before the first probe returns) leaves at the new size too: without this the first
 		// SendBuffer bytes go as base-size packets, each of which a UDT4 receiver ACKs.
-		e.snd.Recut()
+		e.snd.StartRecut()
 	}
 }
 
@@ -216,13 +220,17 @@ func (e *Endpoint) probeFailed(t time.Duration) {
 	e.nextProbe(t) // may complete the search
 }
 
+// recutChunk is the unsent bytes a release re-cuts at most (about; at least a packet): conn's
+// bound on what one hold of a connection's lock copies, as one Write step (256 KiB).
+const recutChunk = 256 << 10
+
 // lowerSize makes size (< the current size) the size of new packets and queues every packet in
 // flight above it for retransmission (to leave with fragmentation allowed).
 func (e *Endpoint) lowerSize(size int) {
 	p := &e.pmtu
 	p.probe, p.fails = 0, 0
 	e.setPacketSize(size)
-	e.snd.Recut() // the unsent packets have no numbers yet: cut them to fit
+	e.snd.StartRecut() // the unsent packets have no numbers yet: cut them to fit
 	first, n := e.sndLastAck(), e.inFlight()
 	for k := 0; k < n; k++ {
 		s := first.Add(k)
@@ -251,7 +259,7 @@ func (e *Endpoint) blackHole(t time.Duration) {
 	p.done = false
 	p.probe, p.fails = 0, 0
 	e.setPacketSize(p.base)
-	e.snd.Recut()
+	e.snd.StartRecut()
 	e.nextProbe(t)
 }
 

@@ -136,3 +136,60 @@ func TestPMTUDiscoveryJumbo(t *testing.T) {
 		t.Logf("limit %d: settled after %v", limit, settled().Sub(start))
 	}
 }
+
+// The size falls under a backlog of 8 MiB (a bulk writer fills the send buffer ahead of the
+// path): the unsent packets are cut again recutChunk bytes per release, since the caller holds
+// the connection's lock (in one piece a backlog of tens of MB held it for 9-12 ms). Meanwhile
+// the endpoint is due at once, takes no Write and sends no new packet; afterwards the unsent
+// bytes are in packets of the new size. (FuzzRecutSteps checks the bytes of a stepped re-cut,
+// TestPMTUDropMidTransfer a whole transfer through one.)
+func TestPMTURecutInSteps(t *testing.T) {
+	l := newLink(15, linkRules{delay: 5 * time.Millisecond, rate: 12_500_000, queue: 400},
+		linkRules{delay: 5 * time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, sendBuf: 16 << 20, pmtu: PathMTUConfig{Base: 1472},
+		ccA: congestion.NewFixed(80e6)})
+	e := l.ep[0]
+	const backlog = 8 << 20
+	src := make([]byte, backlog)
+	for i := range src {
+		src[i] = byte(i*7 + i>>11)
+	}
+	if n := e.Write(src); n != backlog {
+		t.Fatalf("Write took %d of %d", n, backlog)
+	}
+	e.OnPathMTU(l.now, 1252)
+	if !e.snd.Recutting() || e.PacketSize() != 1252 {
+		t.Fatalf("after the size fell under %d unsent bytes: packet size %d, re-cutting %v; want 1252, true",
+			backlog, e.PacketSize(), e.snd.Recutting())
+	}
+	bufs := make([][]byte, 64)
+	for i := range bufs {
+		bufs[i] = make([]byte, 1500)
+	}
+	releases := 0
+	for e.snd.Recutting() {
+		if d := e.Departure(); d.IsZero() || d.After(l.now) {
+			t.Fatalf("release %d: departure %v during a re-cut, want due at once", releases, d)
+		}
+		if e.Write([]byte{1}) != 0 || e.CanWrite() {
+			t.Fatal("Write took bytes during a re-cut")
+		}
+		if n, _ := e.Release(l.now, bufs); n != 0 && e.snd.Recutting() {
+			t.Fatalf("release %d sent %d packets during a re-cut (nothing was in flight)", releases, n)
+		}
+		releases++
+	}
+	// The backlog is at most recutChunk bytes a release, the last release's share aside.
+	if min := backlog/recutChunk - 1; releases < min {
+		t.Fatalf("the re-cut took %d releases, want ≥ %d (≤ %d bytes each)", releases, min, recutChunk)
+	}
+	payload := e.PacketSize() - headerSize
+	unsent := backlog - int(e.Stats().BytesSent)
+	if want := (unsent + payload - 1) / payload; e.snd.Unsent() != want {
+		t.Fatalf("%d unsent packets after the re-cut (%d bytes), want %d of %d bytes", e.snd.Unsent(), unsent, want, payload)
+	}
+	if !e.CanWrite() {
+		t.Fatal("no room for Write after the re-cut")
+	}
+	t.Logf("%d bytes re-cut in %d releases", backlog, releases)
+}

@@ -37,7 +37,7 @@ func (e *Endpoint) sendable() bool {
 	if e.awaitingPeer {
 		return false // no new data into a path silent since a timer expiry (timers.go)
 	}
-	if e.snd.Unsent() == 0 {
+	if e.snd.Unsent() == 0 || e.snd.Recutting() { // new data waits for the re-cut (stepRecut)
 		return false
 	}
 	if e.dcc != nil {
@@ -92,6 +92,9 @@ func (e *Endpoint) implyNow(t time.Duration, now time.Time) {
 // Departure returns when the next data packet may leave: a time at or before now means at once,
 // zero means nothing is sendable until new data, an ACK or a NAK arrives.
 func (e *Endpoint) Departure() time.Time {
+	if e.snd.Recutting() && e.active() {
+		return e.at(e.lastSend) // due: the next release re-cuts another chunk (pmtud.go)
+	}
 	if !e.sendable() {
 		return time.Time{}
 	}
@@ -146,10 +149,19 @@ func (e *Endpoint) release(now time.Time, bufs, hdrs, payloads [][]byte) (int, t
 	if e.dcc != nil {
 		e.implyNow(t, now)
 	}
+	if e.snd.Recutting() {
+		e.snd.RecutStep(recutChunk) // pmtud.go
+	}
 	n := 0
 	for n < limit {
 		e.expireMessages(t)
 		if !e.sendable() {
+			if e.snd.Recutting() {
+				// More to re-cut: not application-limited, and due again at once, after any other
+				// flow of the pacer due now (a release that sends nothing and asks for now itself
+				// is a stall the pacer defers by pacer.StallDelay, 1 ms).
+				return n, now.Add(time.Nanosecond)
+			}
 			e.pairNext = false
 			e.notePause() // applimit.go
 			e.noteAppLimited()
