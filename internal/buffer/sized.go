@@ -89,12 +89,20 @@ func (b *SendBuffer) Recut() int {
 // StartRecut begins the re-cut Recut does in one call, to be done in steps by RecutStep, each
 // copying a bounded share of the unsent bytes (so that a caller holding a lock others wait on
 // never copies the whole backlog, up to the buffer's capacity, in one hold). It reports whether
-// there is anything to re-cut; a re-cut in progress starts again from its current state. Until
-// the last step, the buffer takes no Write (Free is 0), hands out no new packet (Next) and
-// lengthens none (Grow); acknowledgements, retransmissions (Packet) and pins go on as usual.
+// there is anything to re-cut. A re-cut in progress (the size changed again meanwhile) goes on
+// in steps and then starts over at the new size. Until the last step, the buffer takes no Write
+// (Free is 0), hands out no new packet (Next) and lengthens none (Grow); acknowledgements,
+// retransmissions (Packet) and pins go on as usual.
 func (b *SendBuffer) StartRecut() bool {
-	for !b.RecutStep(math.MaxInt) { // one in progress ends first: its pass is half done
+	if b.rc.active {
+		b.rc.again = true // its pass is half done: the layout changes only when it ends
+		return true
 	}
+	return b.beginRecut()
+}
+
+// beginRecut lays the unsent packets out and starts the passes that cut them at PacketSize.
+func (b *SendBuffer) beginRecut() bool {
 	u := b.used - b.sent
 	if u == 0 || b.msg != nil { // message mode: packets carry their message's boundaries
 		return false
@@ -148,10 +156,11 @@ type recutPass struct {
 	active  bool
 	forward bool
 	size    int
-	then    int // the size of a backward pass to run after this one (mixed sizes), or 0
-	u, need int // unsent packets before the pass, after it
-	w       int // the next new packet to write
-	at      int // the old packet holding the previous piece's first byte (a pass is monotonic)
+	then    int  // the size of a backward pass to run after this one (mixed sizes), or 0
+	again   bool // the size changed during the re-cut: begin another when this one ends
+	u, need int  // unsent packets before the pass, after it
+	w       int  // the next new packet to write
+	at      int  // the old packet holding the previous piece's first byte (a pass is monotonic)
 }
 
 // startPass begins a pass over the packets layout laid out at size.
@@ -177,11 +186,15 @@ func (b *SendBuffer) finishPass() {
 		}
 	}
 	b.used = b.sent + rc.need
-	then := rc.then
+	then, again := rc.then, rc.again
 	*rc = recutPass{}
-	if then != 0 {
+	switch {
+	case then != 0:
 		b.layout(then)
 		b.startPass(then, false, 0)
+		b.rc.again = again
+	case again:
+		b.beginRecut()
 	}
 }
 

@@ -271,14 +271,17 @@ func BenchmarkRecut(b *testing.B) {
 // packets acknowledged and the buffer pinned between steps, leaves the stream and the packet
 // lengths exactly as Recut in one call does; while it is in progress Write takes nothing, Free is
 // 0, Next hands out nothing and Grow lengthens nothing, while Packet still finds the sent ones.
+//
+// A second size change (size2, at step again) during the re-cut ends as Recut at size, then
+// Recut at size2.
 func FuzzRecutSteps(f *testing.F) {
-	f.Add([]byte{10, 10, 10, 3}, uint8(15), uint8(2), uint8(7))
-	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1), uint8(1))
-	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0), uint8(40))
-	f.Add([]byte{40, 40, 40, 40, 40, 40}, uint8(9), uint8(3), uint8(20))
-	f.Fuzz(func(t *testing.T, lens []byte, size, sent, step uint8) {
+	f.Add([]byte{10, 10, 10, 3}, uint8(15), uint8(2), uint8(7), uint8(0), uint8(0))
+	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1), uint8(1), uint8(30), uint8(2))
+	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0), uint8(40), uint8(5), uint8(0))
+	f.Add([]byte{40, 40, 40, 40, 40, 40}, uint8(9), uint8(3), uint8(20), uint8(40), uint8(1))
+	f.Fuzz(func(t *testing.T, lens []byte, size, sent, step, size2, again uint8) {
 		const payload = 40
-		if len(lens) > 60 || size == 0 || size > payload || step == 0 {
+		if len(lens) > 60 || size == 0 || size > payload || step == 0 || size2 > payload {
 			return
 		}
 		build := func() (*SendBuffer, []byte, []byte) {
@@ -311,14 +314,21 @@ func FuzzRecutSteps(f *testing.F) {
 		}
 		one, _, _ := build()
 		one.Recut()
-		want := lengths(one)
 
 		b, src, got := build()
 		inFlight := b.InFlight()
+		changed := false
 		if b.StartRecut() {
 			for steps := 0; !b.RecutStep(int(step)); steps++ {
-				if steps > 10*len(src) {
+				if steps > 20*len(src) {
 					t.Fatal("RecutStep never ends")
+				}
+				if size2 != 0 && steps == int(again) {
+					b.SetPacketSize(int(size2))
+					if !b.StartRecut() || !b.Recutting() {
+						t.Fatal("StartRecut during a re-cut ended it")
+					}
+					changed = true
 				}
 				if b.Write([]byte{1}) != 0 || b.Free() != 0 || b.Grow(payload) {
 					t.Fatal("Write, Free or Grow during a re-cut")
@@ -342,6 +352,11 @@ func FuzzRecutSteps(f *testing.F) {
 		if b.Recutting() {
 			t.Fatal("Recutting after the last step")
 		}
+		if changed {
+			one.SetPacketSize(int(size2))
+			one.Recut()
+		}
+		want := lengths(one)
 		if g := lengths(b); !slices.Equal(g, want) {
 			t.Fatalf("stepped re-cut left lengths %v, one call %v", g, want)
 		}
