@@ -26,7 +26,10 @@ type Conn struct {
 	// call is followed by pullLocked, which takes what the call produced, and the caller then
 	// unlocks and does it (apply; effects.go). The copies under mu are bounded: a Write or Read
 	// step copies at most lockChunk bytes, a release the headers of at most sendBatch packets
-	// (their payloads stay in the send buffer), a reader batch at most readBatch datagrams.
+	// (their payloads stay in the send buffer) and at most 256 KiB of a re-cut after a packet
+	// size change (stream's recutChunk), a reader batch at most readBatch datagrams. The one
+	// exception: in message mode WriteMessage and ReadMessage copy a whole message under mu (up
+	// to MaxMessageSize).
 
 	mux    *mux
 	cfg    Config
