@@ -55,6 +55,9 @@ func (c *Conn) pullLocked(v via) effects {
 			fx.sb = c.mux.scratches.Get().(*sendScratch)
 			fx.size = c.ep.PacketSize()
 			fx.n, _ = c.ep.ReleaseViews(now, fx.sb.hdrs, fx.sb.pays)
+			// A release may end a re-cut after a packet size change (stream's pmtud.go), which
+			// gives Write room again: the Effects above were read before it.
+			fx.Writable = fx.Writable || c.ep.CanWrite()
 			fx.probe, fx.probing = c.ep.ProbeSeq()
 			fx.Departure = time.Time{}  // apply re-reads it once the packets are out
 			fx.Timer = c.ep.NextTimer() // sending armed the retransmission timer

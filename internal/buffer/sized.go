@@ -22,10 +22,9 @@ func NewSendBufferSized(capacity, payload, minPayload int, isn seqno.Seq) *SendB
 }
 
 // SetPacketSize sets the payload bytes of the packets Write cuts from now on, clamped to
-// [1, PayloadSize]. Packets already cut keep their length: the unsent ones leave as they are
-// (UDT4 numbers packets, not bytes, so a packet is never cut again once it has a number; the
-// unsent ones could be, but at the cost of moving the whole backlog). Free follows the new size
-// (NewSendBufferSized keeps the capacity in bytes).
+// [1, PayloadSize]. Packets already cut keep their length until Recut or StartRecut cuts the
+// unsent ones again (UDT4 numbers packets, not bytes, so a packet is never cut again once it has
+// a number). Free follows the new size (NewSendBufferSized keeps the capacity in bytes).
 func (b *SendBuffer) SetPacketSize(n int) { b.fill = max(1, min(n, b.payload)) }
 
 // PacketSize returns the payload bytes of the packets Write cuts.
@@ -33,7 +32,7 @@ func (b *SendBuffer) PacketSize() int { return b.fill }
 
 // NextLen returns the payload length of the packet Next would hand out, 0 if none is unsent.
 func (b *SendBuffer) NextLen() int {
-	if b.sent == b.used {
+	if b.sent == b.used || b.rc.active { // mid-pass the lengths are in motion; Next waits anyway
 		return 0
 	}
 	return b.st.length(b.slot(b.sent))
@@ -128,8 +127,10 @@ func (b *SendBuffer) beginRecut() bool {
 // Recutting reports whether a re-cut started by StartRecut has steps left.
 func (b *SendBuffer) Recutting() bool { return b.rc.active }
 
-// RecutStep re-cuts about maxBytes more of the unsent bytes (at least one packet) and reports
-// whether the re-cut is complete (true also when none is in progress).
+// RecutStep re-cuts about maxBytes more of the unsent bytes (at least one packet if maxBytes >
+// 0) and reports whether the re-cut is complete (true also when none is in progress). A step that
+// ends a pass also walks the unsent packets' lengths for the next one (layout), as StartRecut
+// does: O(unsent packets), without copying their bytes.
 func (b *SendBuffer) RecutStep(maxBytes int) bool {
 	rc := &b.rc
 	for budget := maxBytes; rc.active && budget > 0; budget -= rc.size {
@@ -189,12 +190,11 @@ func (b *SendBuffer) finishPass() {
 	then, again := rc.then, rc.again
 	*rc = recutPass{}
 	switch {
+	case again: // the size changed meanwhile: cut at it from here (after a pass to full slots, one pass does)
+		b.beginRecut()
 	case then != 0:
 		b.layout(then)
 		b.startPass(then, false, 0)
-		b.rc.again = again
-	case again:
-		b.beginRecut()
 	}
 }
 

@@ -279,6 +279,7 @@ func FuzzRecutSteps(f *testing.F) {
 	f.Add([]byte{20, 5, 20, 5, 20}, uint8(8), uint8(1), uint8(1), uint8(30), uint8(2))
 	f.Add([]byte{7, 30, 7, 7}, uint8(12), uint8(0), uint8(40), uint8(5), uint8(0))
 	f.Add([]byte{40, 40, 40, 40, 40, 40}, uint8(9), uint8(3), uint8(20), uint8(40), uint8(1))
+	f.Add([]byte("A"), uint8(8), uint8(0), uint8(1), uint8(8), uint8(2)) // StartRecut mid-way ended the re-cut at once (a review)
 	f.Fuzz(func(t *testing.T, lens []byte, size, sent, step, size2, again uint8) {
 		const payload = 40
 		if len(lens) > 60 || size == 0 || size > payload || step == 0 || size2 > payload {
@@ -325,8 +326,12 @@ func FuzzRecutSteps(f *testing.F) {
 				}
 				if size2 != 0 && steps == int(again) {
 					b.SetPacketSize(int(size2))
+					before := b.rc
 					if !b.StartRecut() || !b.Recutting() {
 						t.Fatal("StartRecut during a re-cut ended it")
+					}
+					if before.again = true; b.rc != before {
+						t.Fatalf("StartRecut during a re-cut moved it: %+v, was %+v", b.rc, before)
 					}
 					changed = true
 				}

@@ -221,7 +221,10 @@ func (e *Endpoint) probeFailed(t time.Duration) {
 }
 
 // recutChunk is the unsent bytes a release re-cuts at most (about; at least a packet): conn's
-// bound on what one hold of a connection's lock copies, as one Write step (256 KiB).
+// bound on what one hold of a connection's lock copies, as one Write step (256 KiB). The call
+// that changes the size, and a step that ends a pass, also walk the unsent packets' lengths
+// (buffer.SendBuffer.StartRecut's layout: 0.26–0.55 ms for a 45 MB backlog, against 7–19 ms
+// for the whole copy).
 const recutChunk = 256 << 10
 
 // lowerSize makes size (< the current size) the size of new packets and queues every packet in

@@ -193,3 +193,32 @@ func TestPMTURecutInSteps(t *testing.T) {
 	}
 	t.Logf("%d bytes re-cut in %d releases", backlog, releases)
 }
+
+// A release can end a re-cut and so give Write room again: conn, which reads Effects (Writable
+// included) before the release it does in the same lock hold when a departure is due, must read
+// CanWrite again after it (conn's pullLocked does; before, a blocked writer waited for the next
+// ACK, 1–2 ms late in a review's simulations). This pins the engine's side of that contract.
+func TestRecutReleaseChangesWritable(t *testing.T) {
+	l := newLink(15, linkRules{delay: 5 * time.Millisecond}, linkRules{delay: 5 * time.Millisecond})
+	newPair(l, pairOpts{isnA: 1, isnB: 2, mss: 1500, sendBuf: 1 << 20, pmtu: PathMTUConfig{Base: 1472},
+		ccA: congestion.NewFixed(80e6)})
+	e := l.ep[0]
+	if n := e.Write(make([]byte, 200<<10)); n != 200<<10 {
+		t.Fatal(n)
+	}
+	e.OnPathMTU(l.now, 1252)
+	fx := e.Effects()
+	if fx.Writable || fx.Departure.IsZero() || fx.Departure.After(l.now) {
+		t.Fatalf("after the size fell: %+v, want not writable and due at once", fx)
+	}
+	hdrs, pays := make([][]byte, 64), make([][]byte, 64)
+	for i := range hdrs {
+		hdrs[i] = make([]byte, headerSize)
+	}
+	if n, _ := e.ReleaseViews(l.now, hdrs, pays); n > 0 {
+		e.Unpin()
+	}
+	if e.snd.Recutting() || !e.CanWrite() {
+		t.Fatalf("a release of a 200 KiB backlog's re-cut: re-cutting %v, writable %v; want done and writable", e.snd.Recutting(), e.CanWrite())
+	}
+}

@@ -37,7 +37,7 @@ func (e *Endpoint) sendable() bool {
 	if e.awaitingPeer {
 		return false // no new data into a path silent since a timer expiry (timers.go)
 	}
-	if e.snd.Unsent() == 0 || e.snd.Recutting() { // new data waits for the re-cut (stepRecut)
+	if e.snd.Unsent() == 0 || e.snd.Recutting() { // new data waits for the re-cut (pmtud.go)
 		return false
 	}
 	if e.dcc != nil {
@@ -90,7 +90,9 @@ func (e *Endpoint) implyNow(t time.Duration, now time.Time) {
 }
 
 // Departure returns when the next data packet may leave: a time at or before now means at once,
-// zero means nothing is sendable until new data, an ACK or a NAK arrives.
+// zero means nothing is sendable until new data, an ACK or a NAK arrives. While the unsent
+// packets are being cut again after a packet size change (pmtud.go) it is due at once: each
+// release does a step of that.
 func (e *Endpoint) Departure() time.Time {
 	if e.snd.Recutting() && e.active() {
 		return e.at(e.lastSend) // due: the next release re-cuts another chunk (pmtud.go)
