@@ -196,6 +196,30 @@ func TestRecutShrink(t *testing.T) {
 	}
 }
 
+// mixedSendBuffer returns a buffer holding packets of mixed lengths (lens, each mod payload, + 1:
+// each Write at its own packet size, and it tops up the last unsent packet first, so lengths mix
+// further), of which sent mod (packets + 1) are sent, with size set for new packets; the bytes
+// written, and the sent packets' bytes.
+func mixedSendBuffer(lens []byte, payload int, sent, size uint8) (b *SendBuffer, src, got []byte) {
+	b = NewSendBufferSized(64*payload, payload, 1, 0)
+	for _, l := range lens {
+		l = l%byte(payload) + 1
+		b.SetPacketSize(int(l))
+		chunk := make([]byte, l)
+		for i := range chunk {
+			chunk[i] = byte(len(src)*7 + i)
+		}
+		n := b.Write(chunk)
+		src = append(src, chunk[:n]...)
+	}
+	for range int(sent) % (b.Unsent() + 1) {
+		_, p, _, _ := b.Next()
+		got = append(got, p...)
+	}
+	b.SetPacketSize(int(size))
+	return b, src, got
+}
+
 // FuzzRecut: whatever the packet lengths and the new size, Recut keeps the byte stream and cuts
 // the unsent packets at the size when it changes anything.
 func FuzzRecut(f *testing.F) {
@@ -207,26 +231,7 @@ func FuzzRecut(f *testing.F) {
 		if len(lens) > 60 || size == 0 || size > payload {
 			return
 		}
-		// Packets of mixed lengths: each Write at its own packet size (it tops up the last
-		// unsent packet first, so lengths mix further).
-		b := NewSendBufferSized(64*payload, payload, 1, 0)
-		var src []byte
-		for _, l := range lens {
-			l = l%payload + 1
-			b.SetPacketSize(int(l))
-			chunk := make([]byte, l)
-			for i := range chunk {
-				chunk[i] = byte(len(src)*7 + i)
-			}
-			n := b.Write(chunk)
-			src = append(src, chunk[:n]...)
-		}
-		var got []byte
-		for range int(sent) % (b.Unsent() + 1) {
-			_, p, _, _ := b.Next()
-			got = append(got, p...)
-		}
-		b.SetPacketSize(int(size))
+		b, src, got := mixedSendBuffer(lens, payload, sent, size)
 		unsent := len(src) - len(got)
 		fits := (unsent+int(size)-1)/int(size) <= b.n-b.sent
 		b.Recut()
@@ -285,27 +290,7 @@ func FuzzRecutSteps(f *testing.F) {
 		if len(lens) > 60 || size == 0 || size > payload || step == 0 || size2 > payload {
 			return
 		}
-		build := func() (*SendBuffer, []byte, []byte) {
-			b := NewSendBufferSized(64*payload, payload, 1, 0)
-			var src []byte
-			for _, l := range lens {
-				l = l%payload + 1
-				b.SetPacketSize(int(l))
-				chunk := make([]byte, l)
-				for i := range chunk {
-					chunk[i] = byte(len(src)*7 + i)
-				}
-				n := b.Write(chunk)
-				src = append(src, chunk[:n]...)
-			}
-			var got []byte
-			for range int(sent) % (b.Unsent() + 1) {
-				_, p, _, _ := b.Next()
-				got = append(got, p...)
-			}
-			b.SetPacketSize(int(size))
-			return b, src, got
-		}
+		build := func() (*SendBuffer, []byte, []byte) { return mixedSendBuffer(lens, payload, sent, size) }
 		lengths := func(b *SendBuffer) []int {
 			var ls []int
 			for k := range b.Unsent() {
