@@ -80,8 +80,7 @@ func (b *SendBuffer) Recut() int {
 	if !b.StartRecut() {
 		return 0
 	}
-	for !b.RecutStep(math.MaxInt) {
-	}
+	b.RecutStep(math.MaxInt) // an unbounded step runs every pass to the end
 	return b.used - b.sent - u
 }
 
@@ -168,10 +167,11 @@ type recutPass struct {
 func (b *SendBuffer) startPass(size int, forward bool, then int) {
 	u := b.used - b.sent
 	need := (b.starts[u] + size - 1) / size
-	b.rc = recutPass{active: true, forward: forward, size: size, then: then, u: u, need: need, w: need - 1}
+	w := need - 1 // a backward pass writes the last new packet first
 	if forward {
-		b.rc.w = 0
+		w = 0
 	}
+	b.rc = recutPass{active: true, forward: forward, size: size, then: then, u: u, need: need, w: w}
 	if cap(b.scratch) < b.payload {
 		b.scratch = make([]byte, b.payload)
 	}
