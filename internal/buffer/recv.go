@@ -24,6 +24,7 @@ type RecvBuffer struct {
 	contig  int       // packets present from the head without a gap
 	ready   int       // bytes readable: in the contig packets, minus off
 	stored  int       // packets present
+	copied  uint64    // bytes Read, ReadMessage and ReadPinned copied out, ever (Copied)
 	msg     *recvMsgs // message mode (NewMessageRecvBuffer); nil for a stream
 }
 
@@ -136,6 +137,7 @@ func (b *RecvBuffer) Read(p []byte) int {
 		}
 	}
 	b.ready -= total
+	b.copied += uint64(total)
 	return total
 }
 

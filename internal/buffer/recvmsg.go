@@ -41,6 +41,7 @@ type recvMsgs struct {
 	track   map[seqno.Msg]msgTrack // O = 0 messages being assembled beyond the ACK number
 	sweepAt int
 	ooo     []oooMsg // complete O = 0 messages not yet read, by first sequence number
+	pin     msgPin   // a message being read in parts (recvpin.go)
 
 	discarded int // packets discarded unread
 }
@@ -82,10 +83,14 @@ func (m *recvMsgs) reset() {
 	clear(m.track)
 	m.ooo = m.ooo[:0]
 	m.scan, m.scanBytes, m.ready, m.readyBytes = 0, 0, 0, 0
+	m.pin = msgPin{}
 }
 
-// nextSize is the size of the message ReadMessage returns next, 0 if none.
+// nextSize is the size of the message ReadMessage returns next, 0 if none (or one is pinned).
 func (m *recvMsgs) nextSize() int {
+	if m.pin.n > 0 {
+		return 0
+	}
 	if m.ready > 0 {
 		return m.readyBytes
 	}
@@ -133,6 +138,9 @@ func (m *recvMsgs) settle() {
 	for m.ready == 0 && b.contig > 0 {
 		if m.scan == 0 {
 			i := b.head
+			if m.pin.n > 0 && m.pin.first == b.seq {
+				return // a pinned message stays where it is until its read ends (recvpin.go)
+			}
 			if m.isGone(i) {
 				m.pop(1, false)
 				continue
@@ -208,49 +216,30 @@ func (m *recvMsgs) discard(i int) {
 }
 
 // ReadMessage copies the next message (see the type's comment for the order) into p and returns
-// its size in n. size is the message's size: 0 when no message is ready, and n is 0 with size > 0
-// when p is shorter than the message, which then stays queued. The buffer must be in message
-// mode.
+// its size in n. size is the message's size: 0 when no message is ready (or one is pinned,
+// recvpin.go), and n is 0 with size > 0 when p is shorter than the message, which then stays
+// queued. The buffer must be in message mode. It is PinMessage and ReadPinned in one call.
 func (b *RecvBuffer) ReadMessage(p []byte) (n, size int) {
 	m := b.msg
-	for {
-		if m.ready > 0 {
-			size = m.readyBytes
-			if len(p) < size {
-				return 0, size
-			}
-			first := b.seq
-			for j := range m.ready {
-				n += copy(p[n:], b.st.data(b.slot(j)))
-			}
-			m.pop(m.ready, false)
-			m.ready, m.readyBytes = 0, 0
-			if len(m.ooo) > 0 && m.ooo[0].first == first {
-				m.ooo = append(m.ooo[:0], m.ooo[1:]...)
-			}
-			m.settle()
-			return n, size
-		}
-		if len(m.ooo) == 0 {
-			return 0, 0
-		}
-		o := m.ooo[0]
-		if !m.intact(o) { // cannot happen (drops remove their entries); never deliver a broken one
-			m.ooo = append(m.ooo[:0], m.ooo[1:]...)
-			continue
-		}
-		if len(p) < o.bytes {
-			return 0, o.bytes
-		}
-		d0 := seqno.Offset(b.seq, o.first)
-		for j := range o.n {
-			i := b.slot(d0 + j)
-			n += copy(p[n:], b.st.data(i))
-			m.giveUp(i) // delivered: the slot is skipped when the read point reaches it
-		}
-		m.ooo = append(m.ooo[:0], m.ooo[1:]...)
-		return n, o.bytes
+	if m.pin.n > 0 {
+		return 0, 0
 	}
+	if size = m.next(); size == 0 || len(p) < size {
+		return 0, size
+	}
+	b.PinMessage()
+	n, _ = b.ReadPinned(p)
+	return n, size
+}
+
+// next returns the size of the next message, as nextSize, after taking off m.ooo any message no
+// longer intact at its front (which cannot happen: drops remove their entries; a broken message
+// is never delivered).
+func (m *recvMsgs) next() int {
+	for m.ready == 0 && len(m.ooo) > 0 && !m.intact(m.ooo[0]) {
+		m.ooo = append(m.ooo[:0], m.ooo[1:]...)
+	}
+	return m.nextSize()
 }
 
 // intact reports whether o's packets are all still held, not given up, and form message o.no.
@@ -262,7 +251,7 @@ func (m *recvMsgs) intact(o oooMsg) bool {
 	}
 	for j := range o.n {
 		i := b.slot(d0 + j)
-		if !b.has(i) || m.isGone(i) {
+		if !b.has(i) || m.isGone(i) || m.pinnedAt(d0+j) {
 			return false
 		}
 		w := m.word1[i]
@@ -372,6 +361,9 @@ func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end 
 		if m.isGone(i) {
 			continue
 		}
+		if m.pinnedAt(d) {
+			break // being read (recvpin.go): delivered, as another message's packet would be
+		}
 		if b.has(i) {
 			if seqno.MsgFromWire(m.word1[i]) != no {
 				break // another message's packet: not part of this one
@@ -387,7 +379,7 @@ func (b *RecvBuffer) Drop(first, last seqno.Seq, no seqno.Msg) (marked int, end 
 	end = b.seq.Add(d - 1)
 	same := func(d int) bool {
 		i := b.slot(d)
-		return b.has(i) && !m.isGone(i) && seqno.MsgFromWire(m.word1[i]) == no
+		return b.has(i) && !m.isGone(i) && seqno.MsgFromWire(m.word1[i]) == no && !m.pinnedAt(d)
 	}
 	for k := lo - 1; k >= 0 && same(k); k-- {
 		m.discard(b.slot(k))

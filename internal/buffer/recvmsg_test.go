@@ -48,16 +48,7 @@ func checkDelivered(t *testing.T, msg []byte, inserted map[seqno.Seq]uint32, del
 		if seqno.MsgFromWire(w) != seqno.MsgFromWire(w0) {
 			t.Fatalf("message mixes numbers: %x vs %x", w, w0)
 		}
-		wantFF := uint32(ffMiddle)
-		switch {
-		case k == 1:
-			wantFF = ffSolo
-		case j == 0:
-			wantFF = ffFirst
-		case j == k-1:
-			wantFF = ffLast
-		}
-		if Position(w) != wantFF {
+		if Position(w) != position(j, k) {
 			t.Fatalf("packet %d of %d has FF %02b", j, k, Position(w))
 		}
 	}
@@ -69,11 +60,17 @@ func checkDelivered(t *testing.T, msg []byte, inserted map[seqno.Seq]uint32, del
 // read must be whole and consistent (checkDelivered), and every packet accepted must be, at any
 // moment, exactly one of held (Stored), read (4 bytes a packet here) or discarded unread
 // (Discarded: its message given up by Drop, or broken).
+//
+// A read op with z ≠ 0 reads in parts (recvpin.go): it pins the next message and copies 1–16
+// bytes of it, or (z ≥ 0x80) ends the read early, leaving it queued; the inserts and drops
+// between the parts must not change the pinned message (it reads whole, consistent and with the
+// bytes inserted), drops stop at it, and no other message reads meanwhile.
 func FuzzRecvMessage(f *testing.F) {
 	f.Add([]byte{0, 4, 0xc0, 1, 2, 40, 0, 0})                      // a solo packet, read it
 	f.Add([]byte{0, 5, 0x80, 1, 0, 4, 0x40, 1, 2, 40, 0, 0})       // first out of place, last at the head
 	f.Add([]byte{0, 6, 0x80, 2, 0, 7, 0x40, 2, 1, 6, 1, 2, 2, 40}) // assemble, then drop it
 	f.Add([]byte{0, 4, 0xa0, 3, 0, 5, 0x60, 3, 2, 3, 0, 0, 2, 40}) // O = 1, short read first
+	f.Add([]byte{0, 4, 0xff, 48, 2, 48, 48, 48, 1, 50, 50, 48})    // a solo message pinned, a byte read, dropped: spared
 	f.Fuzz(func(t *testing.T, ops []byte) {
 		const capacity = 16
 		isn := seqno.MaxSeq - 5 // wraps inside the test
@@ -82,6 +79,12 @@ func FuzzRecvMessage(f *testing.F) {
 		delivered := map[seqno.Seq]bool{}
 		accepted, read := 0, 0
 		buf := make([]byte, 4*capacity+8)
+		part := make([]byte, 4*capacity) // a message read in parts
+		pinned, copied := 0, 0
+		isPinned := func(s seqno.Seq) bool {
+			d := seqno.Offset(b.msg.pin.first, s)
+			return b.msg.pin.n > 0 && d >= 0 && d < b.msg.pin.n
+		}
 		for len(ops) >= 4 {
 			op, x, y, z := ops[0], ops[1], ops[2], ops[3]
 			ops = ops[4:]
@@ -101,7 +104,7 @@ func FuzzRecvMessage(f *testing.F) {
 				stop := last.Inc()
 				for s := seq; s != last.Inc(); s = s.Inc() {
 					w, ok := inserted[s]
-					if ok && !delivered[s] && seqno.Offset(b.ReadSeq(), s) >= 0 && seqno.MsgFromWire(w) != no {
+					if ok && !delivered[s] && seqno.Offset(b.ReadSeq(), s) >= 0 && (seqno.MsgFromWire(w) != no || isPinned(s)) {
 						stop = s
 						break
 					}
@@ -120,6 +123,33 @@ func FuzzRecvMessage(f *testing.F) {
 					}
 				}
 			case 2:
+				if z != 0 || pinned > 0 {
+					if pinned == 0 {
+						r := b.Readable()
+						if pinned = b.PinMessage(); pinned != r {
+							t.Fatalf("pinned a %d-byte message, Readable was %d", pinned, r)
+						}
+						copied = 0
+						if pinned == 0 {
+							break
+						}
+					}
+					if z >= 0x80 {
+						b.UnpinMessage()
+						pinned = 0
+						break
+					}
+					n, done := b.ReadPinned(part[copied:min(pinned, copied+int(z%16)+1)])
+					if copied += n; done != (copied == pinned) || n == 0 {
+						t.Fatalf("read %d bytes, %d of %d, done %v", n, copied, pinned, done)
+					}
+					if done {
+						checkDelivered(t, part[:pinned], inserted, delivered)
+						read += pinned / 4
+						pinned = 0
+					}
+					break
+				}
 				p := buf[:int(y)%len(buf)]
 				n, size := b.ReadMessage(p)
 				if size != 0 && n == 0 && size <= len(p) {
@@ -147,6 +177,12 @@ func FuzzRecvMessage(f *testing.F) {
 			}
 		}
 		// Draining: every remaining message reads whole.
+		if pinned > 0 {
+			if n, done := b.ReadPinned(part[copied:]); !done || copied+n != pinned {
+				t.Fatalf("the pinned read's rest: %d bytes, done %v", n, done)
+			}
+			checkDelivered(t, part[:pinned], inserted, delivered)
+		}
 		for b.Readable() > 0 {
 			n, _ := b.ReadMessage(buf)
 			checkDelivered(t, buf[:n], inserted, delivered)

@@ -36,6 +36,7 @@ type SendBuffer struct {
 	ack     seqno.Seq // sequence number of the head slot (SndLastAck)
 	nextMsg seqno.Msg // of the next packet sent; the sent ones have the numbers before it
 	bytes   int       // bytes held
+	copied  uint64    // bytes Write and FillMessage copied in, ever (Copied)
 	msg     *sendMsgs // message mode (NewMessageSendBuffer); nil for a stream
 
 	// Pinning (Pin): while pins > 0, the slots Ack frees are kept, unwritten, before head:
@@ -92,6 +93,7 @@ func (b *SendBuffer) Write(p []byte) int {
 		p, total = p[k:], total+k
 	}
 	b.bytes += total
+	b.copied += uint64(total)
 	return total
 }
 
@@ -192,12 +194,13 @@ func (b *SendBuffer) Buffered() int { return b.bytes }
 
 // Free returns how many bytes Write would accept now: the free slots plus
 // the room left in an unsent last packet. Partly filled packets that were
-// already sent occupy a whole slot until acknowledged.
+// already sent occupy a whole slot until acknowledged, and a message being
+// filled (BeginMessage) all of its slots.
 func (b *SendBuffer) Free() int {
 	if b.rc.active {
 		return 0 // Write takes nothing until the re-cut ends (StartRecut)
 	}
-	f := (b.n - b.used - b.kept) * b.fill
+	f := (b.n - b.used - b.kept - b.reserved()) * b.fill
 	if b.used > b.sent && b.msg == nil { // a message's last packet is never topped up
 		f += max(b.fill-b.st.length(b.slot(b.used-1)), 0)
 	}
@@ -206,6 +209,10 @@ func (b *SendBuffer) Free() int {
 	}
 	return f
 }
+
+// Copied returns the bytes Write, WriteMessage and FillMessage have copied into the buffer since
+// it was made (conn's tests count the bytes copied per hold of the connection's lock with it).
+func (b *SendBuffer) Copied() uint64 { return b.copied }
 
 // Cap returns the capacity in packets; Cap()·PayloadSize() is the capacity
 // in bytes.
@@ -220,6 +227,9 @@ func (b *SendBuffer) PayloadSize() int { return b.payload }
 func (b *SendBuffer) Release() {
 	b.used, b.sent, b.bytes = 0, 0, 0
 	b.rc = recutPass{}
+	if b.msg != nil {
+		b.msg.part = msgFill{} // its pages go with the rest
+	}
 	if b.pins > 0 {
 		b.released = true
 		return

@@ -61,6 +61,7 @@ type sendMsgs struct {
 	word1  []uint32 // data-header word 1 of each slot's packet
 	expire []int64  // each slot's message deadline on the caller's clock; Never if none
 	given  int      // messages given up (GiveUp)
+	part   msgFill  // a message being filled (BeginMessage)
 }
 
 // NewMessageSendBuffer returns a message-mode send buffer (see NewSendBuffer for the sizes).
@@ -79,42 +80,120 @@ func (b *SendBuffer) MessagePackets(size int) int { return max(1, (size+b.fill-1
 
 // WriteMessage queues p (not empty) as one message whose packets carry the in-order flag order and
 // which expires at deadline (on the caller's clock; Never for none). It reports false, taking
-// nothing, when the free slots cannot hold the whole message (wait for an ACK), and returns
-// ErrMessageTooLarge when the whole buffer could not. It never retains p. The buffer must be in
-// message mode.
+// nothing, when the free slots cannot hold the whole message (wait for an ACK) or a message is
+// being filled (BeginMessage), and returns ErrMessageTooLarge when the whole buffer could not. It
+// never retains p. The buffer must be in message mode. It is BeginMessage and FillMessage in one
+// call.
 func (b *SendBuffer) WriteMessage(p []byte, deadline int64, order bool) (bool, error) {
-	k := b.MessagePackets(len(p))
+	ok, err := b.BeginMessage(len(p), deadline, order)
+	if ok {
+		b.FillMessage(p)
+	}
+	return ok, err
+}
+
+// msgFill is a message being filled in parts (BeginMessage, FillMessage). Its k slots follow the
+// ones in use, [used, used+k) in ring order (an Ack moves head and used together, so they stay
+// where they are), out of Free but outside everything else: Next, Unsent, Ack, GiveUp, Expired
+// and Word1 see only [0, used), so no packet of the message is sent, acknowledged, given up or
+// named by a drop request before its last byte is in.
+type msgFill struct {
+	k        int   // slots reserved; 0: no message is being filled
+	size     int   // payload bytes per packet: PacketSize at BeginMessage (a later change does not cut it again)
+	total    int   // the message's bytes
+	done     int   // bytes filled so far, in order
+	deadline int64 // as WriteMessage's
+	order    bool
+}
+
+// BeginMessage reserves the slots of a message of size bytes (> 0) whose bytes FillMessage then
+// copies in, in parts, so that a caller holding a lock others wait on need not copy a large
+// message in one hold. The message takes its number, its packets' FF positions, the in-order flag
+// order, the expiry deadline (as WriteMessage's: the TTL runs from here) and its sequence numbers,
+// those right after the packets queued now; it is queued, as WriteMessage queues one, when
+// FillMessage has copied its last byte, or dropped whole by AbortMessage. Results as
+// WriteMessage's: false when the free slots cannot hold the message yet, a message is being
+// filled already or a re-cut is in progress (StartRecut; a message-mode buffer never starts one).
+func (b *SendBuffer) BeginMessage(size int, deadline int64, order bool) (bool, error) {
+	k := b.MessagePackets(size)
 	if k > b.n {
 		return false, ErrMessageTooLarge
 	}
-	if len(p) == 0 || b.n-b.used-b.kept < k {
+	f := &b.msg.part
+	if size <= 0 || f.k > 0 || b.rc.active || b.n-b.used-b.kept < k {
 		return false, nil
 	}
-	start := b.used
-	for rest := p; len(rest) > 0; {
-		i := b.slot(b.used)
-		n, slots := b.st.putRun(i, min(b.n-b.used-b.kept, b.n-i), b.fill, rest)
-		b.used += slots
-		rest = rest[n:]
-	}
-	b.bytes += len(p)
-	no := b.nextMsg
-	b.nextMsg = no.Next()
-	for j := range k {
-		ff := uint32(ffMiddle)
-		switch {
-		case k == 1:
-			ff = ffSolo
-		case j == 0:
-			ff = ffFirst
-		case j == k-1:
-			ff = ffLast
-		}
-		i := b.slot(start + j)
-		b.msg.word1[i] = Word1(ff, order, no)
-		b.msg.expire[i] = deadline
-	}
+	*f = msgFill{k: k, size: b.fill, total: size, deadline: deadline, order: order}
 	return true, nil
+}
+
+// FillMessage copies p, the next bytes of the message BeginMessage reserved, into its slots and
+// returns how many it took: all of p, up to the message's end. Once the last byte is in, the
+// message is queued (Unsent, Next, Buffered count it) and Filling reports 0. Without a message
+// being filled it takes nothing. It never retains p.
+func (b *SendBuffer) FillMessage(p []byte) int {
+	f := &b.msg.part
+	if f.k == 0 {
+		return 0
+	}
+	p = p[:min(len(p), f.total-f.done)]
+	taken := 0
+	if r := f.done % f.size; r != 0 && len(p) > 0 { // top up the packet the last part ended in
+		i := b.slot(b.used + f.done/f.size)
+		c := copy(b.st.bytes(i)[r:f.size], p)
+		b.st.setLength(i, r+c)
+		p, taken, f.done = p[c:], c, f.done+c
+	}
+	for len(p) > 0 {
+		j := f.done / f.size
+		i := b.slot(b.used + j)
+		n, slots := b.st.putRun(i, min(f.k-j, b.n-i), f.size, p)
+		for s := j; s < j+slots; s++ {
+			i := b.slot(b.used + s)
+			b.msg.word1[i] = Word1(position(s, f.k), f.order, b.nextMsg)
+			b.msg.expire[i] = f.deadline
+		}
+		p, taken, f.done = p[n:], taken+n, f.done+n
+	}
+	b.copied += uint64(taken)
+	if f.done == f.total {
+		b.used += f.k
+		b.bytes += f.total
+		b.nextMsg = b.nextMsg.Next()
+		*f = msgFill{}
+	}
+	return taken
+}
+
+// AbortMessage drops the message being filled, whole: the slots it filled are freed, nothing of
+// it was or will be sent, and its number goes to the next message. It does nothing when no
+// message is being filled.
+func (b *SendBuffer) AbortMessage() {
+	if b.msg == nil {
+		return
+	}
+	f := &b.msg.part
+	for j := range (f.done + f.size - 1) / max(f.size, 1) {
+		b.st.release(b.slot(b.used + j))
+	}
+	*f = msgFill{}
+}
+
+// Filling returns the bytes of the message being filled (BeginMessage) not yet copied in; 0 when
+// none is being filled.
+func (b *SendBuffer) Filling() int {
+	if b.msg == nil {
+		return 0
+	}
+	return b.msg.part.total - b.msg.part.done
+}
+
+// reserved returns the slots held by a message being filled.
+func (b *SendBuffer) reserved() int {
+	if b.msg == nil {
+		return 0
+	}
+	return b.msg.part.k
 }
 
 // Word1 returns data-header word 1 of packet seq, which must be held (sent or not); in stream
@@ -209,6 +288,19 @@ func (b *SendBuffer) GivenUp() int {
 		return 0
 	}
 	return b.msg.given
+}
+
+// position returns the FF field of packet j of a message of k packets (spec §1.2).
+func position(j, k int) uint32 {
+	switch {
+	case k == 1:
+		return ffSolo
+	case j == 0:
+		return ffFirst
+	case j == k-1:
+		return ffLast
+	}
+	return ffMiddle
 }
 
 func isStart(w uint32) bool { return Position(w)&ffFirst != 0 } // first or solo

@@ -1,0 +1,128 @@
+package buffer
+
+import "github.com/udtgo/udt/internal/seqno"
+
+// Reading a message in parts (message mode). ReadMessage copies a whole message in one call; a
+// caller that holds a lock others wait on (conn's connection lock) would hold it for the whole
+// copy, up to the window's size (tens of MB). PinMessage instead pins the message ReadMessage
+// would return next and ReadPinned copies it out in parts of the caller's choosing, the caller
+// free to let go of its lock between them. While a message is pinned nothing changes its packets
+// or the memory under them:
+//
+//   - an insert finds their slots taken (a duplicate), as it would before;
+//   - a drop request (Drop) stops at the pinned message's first packet, as at another message's
+//     (the message is complete and already being delivered: giving it up now would take
+//     delivered bytes back), and the packets of its number on either side of the range spare it;
+//   - the read point does not move onto it: the message before it at the read point is still
+//     delivered or discarded, but an out-of-order message the read point reaches while pinned
+//     stays where it is until the read ends (settle stops at it);
+//   - ReadMessage and Readable see no message until the read ends (ReadPinned's last part, or
+//     UnpinMessage, which leaves the message queued as it was).
+//
+// Release clears the pin: ReadPinned copies nothing afterwards.
+
+// msgPin is the message pinned by PinMessage.
+type msgPin struct {
+	n     int  // its packets; 0: none pinned
+	head  bool // the message at the read point (m.ready); else an out-of-order one, taken off m.ooo
+	first seqno.Seq
+	no    seqno.Msg
+	bytes int
+	j     int // the packet holding the next byte to copy
+	off   int // bytes of packet j copied
+}
+
+// pinnedAt reports whether the slot d packets past the read point holds a packet of the pinned
+// message.
+func (m *recvMsgs) pinnedAt(d int) bool {
+	if m.pin.n == 0 {
+		return false
+	}
+	k := d - seqno.Offset(m.b.seq, m.pin.first)
+	return k >= 0 && k < m.pin.n
+}
+
+// PinMessage pins the message ReadMessage would return next for a read in parts (ReadPinned) and
+// returns its size in bytes; 0 when no message is ready or one is pinned already. The buffer must
+// be in message mode.
+func (b *RecvBuffer) PinMessage() int {
+	m := b.msg
+	if m.pin.n > 0 || m.next() == 0 {
+		return 0
+	}
+	if m.ready > 0 {
+		m.pin = msgPin{n: m.ready, head: true, first: b.seq, no: seqno.MsgFromWire(m.word1[b.head]), bytes: m.readyBytes}
+		return m.readyBytes
+	}
+	o := m.ooo[0]
+	m.ooo = append(m.ooo[:0], m.ooo[1:]...)
+	m.pin = msgPin{n: o.n, first: o.first, no: o.no, bytes: o.bytes}
+	return o.bytes
+}
+
+// ReadPinned copies the next bytes of the pinned message into p, as many as fit, and returns how
+// many. done reports that the message's last byte was copied: the message is then consumed, as
+// ReadMessage consumes one, and the pin ended. Without a pinned message it copies nothing.
+func (b *RecvBuffer) ReadPinned(p []byte) (n int, done bool) {
+	m := b.msg
+	pn := &m.pin
+	if pn.n == 0 {
+		return 0, false
+	}
+	d0 := seqno.Offset(b.seq, pn.first)
+	for pn.j < pn.n && n < len(p) {
+		src := b.st.data(b.slot(d0 + pn.j))[pn.off:]
+		c := copy(p[n:], src)
+		n += c
+		if c < len(src) {
+			pn.off += c
+			break
+		}
+		pn.j, pn.off = pn.j+1, 0
+	}
+	b.copied += uint64(n)
+	if pn.j < pn.n {
+		return n, false
+	}
+	if pn.head {
+		m.pop(pn.n, false)
+		m.ready, m.readyBytes = 0, 0
+		if len(m.ooo) > 0 && m.ooo[0].first == pn.first {
+			m.ooo = append(m.ooo[:0], m.ooo[1:]...)
+		}
+	} else {
+		for j := range pn.n {
+			m.giveUp(b.slot(d0 + j)) // delivered: the slot is skipped when the read point reaches it
+		}
+	}
+	m.pin = msgPin{}
+	m.settle()
+	return n, true
+}
+
+// UnpinMessage ends a read in parts before its end: the message stays queued, whole, to be read
+// again from its start. It does nothing when no message is pinned.
+func (b *RecvBuffer) UnpinMessage() {
+	m := b.msg
+	pn := m.pin
+	if pn.n == 0 {
+		return
+	}
+	m.pin = msgPin{}
+	if !pn.head {
+		m.complete(oooMsg{first: pn.first, no: pn.no, n: pn.n}) // back among the complete ones
+	}
+	m.settle() // the read point may have reached it meanwhile
+}
+
+// Pinned returns the size of the message pinned by PinMessage, 0 if none is.
+func (b *RecvBuffer) Pinned() int {
+	if b.msg == nil {
+		return 0
+	}
+	return b.msg.pin.bytes
+}
+
+// Copied returns the bytes Read, ReadMessage and ReadPinned have copied out of the buffer since
+// it was made (conn's tests count the bytes copied per hold of the connection's lock with it).
+func (b *RecvBuffer) Copied() uint64 { return b.copied }
