@@ -69,48 +69,100 @@ func (e *Endpoint) MaxMessage() int {
 
 // WriteMessage queues p (not empty) as one message whose packets carry the in-order flag inOrder
 // and which the sender gives up ttl after now (ttl ≤ 0: never). It reports false when the send
-// buffer cannot hold the whole message yet (wait for CanWrite and retry) or the connection no
-// longer sends, and returns ErrMessageTooLarge for a message larger than MaxMessage.
+// buffer cannot hold the whole message yet (wait for CanWrite and retry), a message is being
+// filled (BeginMessage), or the connection no longer sends or was closed, and returns
+// ErrMessageTooLarge for a message larger than MaxMessage. It is BeginMessage and FillMessage in
+// one call.
 func (e *Endpoint) WriteMessage(now time.Time, p []byte, ttl time.Duration, inOrder bool) (bool, error) {
+	ok, err := e.BeginMessage(now, len(p), ttl, inOrder)
+	if ok {
+		e.FillMessage(p)
+	}
+	return ok, err
+}
+
+// BeginMessage is WriteMessage for a message of size bytes that FillMessage then copies in, in
+// parts, so that the caller need not copy a large message in one call (conn copies at most 256
+// KiB per hold of its lock). The message's number, sequence numbers, flags and time to live (from
+// now) are fixed here (buffer.SendBuffer.BeginMessage); nothing of it is sent, acknowledged, given
+// up after its TTL or named by a drop request before its last byte is in: a TTL that passes
+// meanwhile gives the whole message up at the first release after it (spec §2.6, §7.2). Close, a
+// break or the peer's Shutdown before then drop it whole (FillMessage, AbortMessage).
+func (e *Endpoint) BeginMessage(now time.Time, size int, ttl time.Duration, inOrder bool) (bool, error) {
 	if !e.cfg.Messages {
 		return false, errStreamMode
 	}
-	if len(p) > e.MaxMessage() {
+	if size > e.MaxMessage() {
 		return false, ErrMessageTooLarge
 	}
-	if !e.active() || len(p) == 0 {
+	if !e.active() || e.cl.closing || size <= 0 {
 		return false, nil
 	}
 	deadline := int64(buffer.Never)
 	if ttl > 0 {
 		deadline = int64(e.since(now) + ttl)
 	}
-	ok, err := e.snd.WriteMessage(p, deadline, inOrder)
-	e.msgs.want = 0
+	ok, err := e.snd.BeginMessage(size, deadline, inOrder)
+	e.msgs.want, e.msgs.filling = 0, 0
 	if ok {
-		e.stats.BytesWritten += uint64(len(p))
-		e.stats.Messages.Written++
+		e.msgs.filling = size
 	} else if err == nil {
 		// CanWrite waits for that room, counted as SendBuffer.Free counts it: free slots at the
 		// size packets are cut at now.
-		e.msgs.want = e.snd.MessagePackets(len(p)) * e.snd.PacketSize()
+		e.msgs.want = e.snd.MessagePackets(size) * e.snd.PacketSize()
 	}
 	return ok, err
 }
 
+// FillMessage copies p, the next bytes of the message BeginMessage reserved, and returns how many
+// it took (all of p, up to the message's end) and whether the message is now complete: it is then
+// queued, as WriteMessage queues one (conn pulls the Effects: its first packet may be due). If
+// the connection stopped sending or was closed meanwhile, it drops the message whole and returns
+// (0, false); without a message being filled it also returns (0, false).
+func (e *Endpoint) FillMessage(p []byte) (int, bool) {
+	if e.msgs.filling == 0 {
+		return 0, false
+	}
+	if !e.active() || e.cl.closing {
+		e.AbortMessage()
+		return 0, false
+	}
+	n := e.snd.FillMessage(p)
+	if e.snd.Filling() > 0 {
+		return n, false
+	}
+	e.stats.BytesWritten += uint64(e.msgs.filling)
+	e.stats.Messages.Written++
+	e.msgs.filling = 0
+	return n, true
+}
+
+// AbortMessage drops the message being filled (BeginMessage), whole: nothing of it was sent or
+// will be, and its slots are free again.
+func (e *Endpoint) AbortMessage() {
+	e.snd.AbortMessage()
+	e.msgs.filling = 0
+}
+
+// NextMessage returns the size of the message ReadMessage would return now, 0 if none (or one
+// is pinned by PinMessage).
+func (e *Endpoint) NextMessage() int { return e.rcv.Readable() }
+
 // ReadMessage copies the next whole message into p and returns its length n. When p is shorter
 // than that message, it returns n = 0 and the message's size, and the message stays queued.
-// Otherwise as Read: (0, 0, nil) when no message is ready, io.EOF after the peer's Shutdown once
-// every message has been read, Err() once broken.
+// Otherwise as Read: (0, 0, nil) when no message is ready (or one is being read in parts,
+// PinMessage), io.EOF after the peer's Shutdown once every message has been read, Err() once
+// broken.
 func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
 	if !e.cfg.Messages {
 		return 0, 0, errStreamMode
 	}
+	if e.rcv.Pinned() > 0 {
+		return 0, 0, nil
+	}
 	n, size = e.rcv.ReadMessage(p)
 	if n > 0 {
-		e.stats.BytesRead += uint64(n)
-		e.stats.Messages.Read++
-		e.maybeWindowUpdate()
+		e.messageRead(n)
 		return n, size, nil
 	}
 	if size > 0 {
@@ -124,6 +176,46 @@ func (e *Endpoint) ReadMessage(p []byte) (n, size int, err error) {
 	}
 	return 0, 0, nil
 }
+
+// PinMessage begins reading the next message in parts (ReadPinned), for a caller that must not
+// copy a large message in one call (conn copies at most 256 KiB per hold of its lock), and
+// returns its size; 0 when no message is ready or one is pinned already. Until the read ends, the
+// message stays whole and in place whatever arrives (a drop request for it included:
+// buffer.RecvBuffer.PinMessage), and ReadMessage returns nothing. It works on a broken or closed
+// connection too, as ReadMessage does.
+func (e *Endpoint) PinMessage() int {
+	if !e.cfg.Messages {
+		return 0
+	}
+	return e.rcv.PinMessage()
+}
+
+// ReadPinned copies the next bytes of the pinned message into p and returns how many, and
+// whether that was its end: the message is then read, as by ReadMessage (a window update may be
+// queued).
+func (e *Endpoint) ReadPinned(p []byte) (int, bool) {
+	size := e.rcv.Pinned()
+	n, done := e.rcv.ReadPinned(p)
+	if done {
+		e.messageRead(size)
+	}
+	return n, done
+}
+
+// UnpinMessage ends a read in parts before its end: the message stays queued, whole.
+func (e *Endpoint) UnpinMessage() { e.rcv.UnpinMessage() }
+
+// messageRead counts a message of size bytes read and sends a window update if it is due.
+func (e *Endpoint) messageRead(size int) {
+	e.stats.BytesRead += uint64(size)
+	e.stats.Messages.Read++
+	e.maybeWindowUpdate()
+}
+
+// Copied returns the bytes the application's calls (Write, WriteMessage, FillMessage, Read,
+// ReadMessage, ReadPinned) copied into the send buffer and out of the receive buffer since the
+// start: conn's tests count the bytes copied per hold of its lock with it.
+func (e *Endpoint) Copied() uint64 { return e.snd.Copied() + e.rcv.Copied() }
 
 // insert puts one data packet into the receive buffer (b is the whole datagram).
 func (e *Endpoint) insert(seq seqno.Seq, b, payload []byte) error {
@@ -219,6 +311,7 @@ type msgState struct {
 	pending []pendingDrop    // at most maxPendingDrops, oldest first
 	dropped []losslist.Range // the ranges applyPending gave up at the packet being inserted (onGap)
 	want    int              // bytes of send-buffer room the last refused message needs (CanWrite)
+	filling int              // bytes of the message being filled (BeginMessage), 0 if none
 }
 
 // maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given

@@ -60,6 +60,14 @@ type msgApp struct {
 	rng       *rand.Rand
 	buf       []byte
 	lenient   *bool // when set and true, unknown messages are tolerated (a forged packet was taken)
+
+	// parts > 0: messages are written (BeginMessage, FillMessage) and read (PinMessage,
+	// ReadPinned) in parts of this many bytes, one part per step while packets are on the link
+	// (then all), so that packets, ACKs, NAKs and TTL expiries come between the parts.
+	parts          int
+	filled         int // bytes of specs[next] filled (BeginMessage done when begun)
+	begun          bool
+	pinned, copied int // the message being read in parts, and its bytes copied
 }
 
 func newMsgApp(t *testing.T, l *link, specs []msgSpec) *msgApp {
@@ -75,6 +83,10 @@ func newMsgApp(t *testing.T, l *link, specs []msgSpec) *msgApp {
 
 func (a *msgApp) step(i int, now time.Time) {
 	e := a.l.ep[i]
+	if i == 0 && a.parts > 0 {
+		a.writeParts(e, now)
+		return
+	}
 	if i == 0 {
 		for a.next < len(a.specs) && now.Sub(a.start) >= a.specs[a.next].at {
 			s := a.specs[a.next]
@@ -87,6 +99,10 @@ func (a *msgApp) step(i int, now time.Time) {
 			}
 			a.next++
 		}
+		return
+	}
+	if a.parts > 0 {
+		a.readParts(e)
 		return
 	}
 	for e.CanRead() {
@@ -111,26 +127,92 @@ func (a *msgApp) step(i int, now time.Time) {
 		if n == 0 {
 			return
 		}
-		k, ok := a.bySum[sha256.Sum256(a.buf[:n])]
-		if !ok && a.lenient != nil && *a.lenient {
-			continue
-		}
-		if !ok {
-			a.t.Fatalf("read %d bytes that are no message written (boundaries lost)", n)
-		}
-		if a.got[k] {
-			a.t.Fatalf("message %d delivered twice", k)
-		}
-		if a.specs[k].inOrder && (a.lenient == nil || !*a.lenient) {
-			for j := range k {
-				if !a.got[j] && a.specs[j].ttl == 0 {
-					a.t.Fatalf("in-order message %d delivered before message %d", k, j)
-				}
+		a.check(n)
+	}
+}
+
+// check checks the message of n bytes read into a.buf: one whole message written, not delivered
+// before, and an in-order one after every earlier one.
+func (a *msgApp) check(n int) {
+	k, ok := a.bySum[sha256.Sum256(a.buf[:n])]
+	if !ok && a.lenient != nil && *a.lenient {
+		return
+	}
+	if !ok {
+		a.t.Fatalf("read %d bytes that are no message written (boundaries lost)", n)
+	}
+	if a.got[k] {
+		a.t.Fatalf("message %d delivered twice", k)
+	}
+	if a.specs[k].inOrder && (a.lenient == nil || !*a.lenient) {
+		for j := range k {
+			if !a.got[j] && a.specs[j].ttl == 0 {
+				a.t.Fatalf("in-order message %d delivered before message %d", k, j)
 			}
 		}
-		a.got[k] = true
-		a.delivered++
 	}
+	a.got[k] = true
+	a.delivered++
+}
+
+// writeParts is the writer of a msgApp with parts: one part of a message per step while the
+// link carries packets (the next step comes with the next packet), else the rest of it.
+func (a *msgApp) writeParts(e *Endpoint, now time.Time) {
+	for a.next < len(a.specs) && now.Sub(a.start) >= a.specs[a.next].at {
+		if !a.writePart(e, now) || len(a.l.q) > 0 {
+			return
+		}
+	}
+}
+
+// writePart writes the next part of specs[next]; false if it must wait for room.
+func (a *msgApp) writePart(e *Endpoint, now time.Time) bool {
+	s := a.specs[a.next]
+	if !a.begun {
+		ok, err := e.BeginMessage(now, len(s.data), s.ttl, s.inOrder)
+		if err != nil {
+			a.t.Fatalf("message %d: %v", a.next, err)
+		}
+		if !ok {
+			return false
+		}
+		a.begun, a.filled = true, 0
+	}
+	end := min(len(s.data), a.filled+a.parts)
+	n, done := e.FillMessage(s.data[a.filled:end])
+	if n != end-a.filled || done != (end == len(s.data)) {
+		a.t.Fatalf("message %d: FillMessage took %d of %d bytes, done %v", a.next, n, end-a.filled, done)
+	}
+	if a.filled = end; done {
+		a.next++
+		a.begun = false
+	}
+	return true
+}
+
+// readParts is the reader of a msgApp with parts: one part of a message per step while the link
+// carries packets, else all it can read.
+func (a *msgApp) readParts(e *Endpoint) {
+	for a.readPart(e) && len(a.l.q) == 0 {
+	}
+}
+
+// readPart reads the next part of a message; false if none is ready.
+func (a *msgApp) readPart(e *Endpoint) bool {
+	if a.pinned == 0 {
+		if a.pinned, a.copied = e.PinMessage(), 0; a.pinned == 0 {
+			return false
+		}
+	}
+	n, done := e.ReadPinned(a.buf[a.copied:min(a.pinned, a.copied+a.parts)])
+	if a.copied += n; done != (a.copied == a.pinned) || n == 0 {
+		a.t.Fatalf("ReadPinned: %d bytes, %d of %d, done %v", n, a.copied, a.pinned, done)
+	}
+	if done {
+		a.check(a.pinned)
+		a.pinned = 0
+	}
+	return true
 }
 
 func randomSpecs(seed uint64, n, maxPkts int, every time.Duration) []msgSpec {
@@ -215,13 +297,17 @@ func TestMessagesOutOfOrderDelivery(t *testing.T) {
 // Under heavy loss, messages whose TTL passes are given up on both sides (drop requests), the
 // connection keeps moving, and every message written once the loss stops arrives.
 func TestMessagesTTLExpiry(t *testing.T) {
-	t.Run("fixed", func(t *testing.T) { ttlExpiry(t) })
+	t.Run("fixed", func(t *testing.T) { ttlExpiry(t, 0) })
 	// A delivery-based controller: the packets a given-up message skips must not look lost or
 	// delivered to its rate samples (they were never sent).
-	t.Run("bbr", func(t *testing.T) { ttlExpiry(t, congestion.BBRFactory()) })
+	t.Run("bbr", func(t *testing.T) { ttlExpiry(t, 0, congestion.BBRFactory()) })
+	// Written and read in parts (BeginMessage, FillMessage, PinMessage, ReadPinned), TTLs passing
+	// between the parts.
+	t.Run("parts", func(t *testing.T) { ttlExpiry(t, 1000) })
 }
 
-func ttlExpiry(t *testing.T, cc ...congestion.Factory) {
+// ttlExpiry runs the test, the messages written and read in parts of that many bytes if parts > 0.
+func ttlExpiry(t *testing.T, parts int, cc ...congestion.Factory) {
 	heavy := linkRules{delay: 10 * time.Millisecond, loss: 0.3}
 	l := newLink(7, heavy, linkRules{delay: 10 * time.Millisecond})
 	newMsgPair(l, 0, 0, cc...)
@@ -232,6 +318,7 @@ func ttlExpiry(t *testing.T, cc ...congestion.Factory) {
 		}
 	}
 	a := newMsgApp(t, l, specs)
+	a.parts = parts
 	cleared := false
 	ok := l.run([2]*app{}, l.now.Add(60*time.Second), func() bool {
 		if !cleared && l.now.Sub(a.start) >= 2*time.Second {
