@@ -25,11 +25,11 @@ type Conn struct {
 	// concurrent use). Nothing blocks and no system call is made while it is held: every engine
 	// call is followed by pullLocked, which takes what the call produced, and the caller then
 	// unlocks and does it (apply; effects.go). The copies under mu are bounded: a Write or Read
-	// step copies at most lockChunk bytes, a release the headers of at most sendBatch packets
-	// (their payloads stay in the send buffer) and at most 256 KiB of a re-cut after a packet
-	// size change (stream's recutChunk), a reader batch at most readBatch datagrams. The one
-	// exception: in message mode WriteMessage and ReadMessage copy a whole message under mu (up
-	// to MaxMessageSize).
+	// step copies at most lockChunk bytes, and so does one of a message call (a larger message
+	// is reserved in the send buffer, or pinned in the receive buffer, and copied lockChunk bytes
+	// per hold: message.go), a release the headers of at most sendBatch packets (their payloads
+	// stay in the send buffer) and at most 256 KiB of a re-cut after a packet size change
+	// (stream's recutChunk), a reader batch at most readBatch datagrams.
 
 	mux    *mux
 	cfg    Config
@@ -86,12 +86,24 @@ type Conn struct {
 	// Packet-size changes already noted (pmtu.go); guarded by mu.
 	sizeChanges uint64
 	loggedSize  int
+
+	readPin  chan struct{} // guarded by mu: a message is being read in parts; closed when done (message.go)
+	holdHook func()        // tests: run after each hold of the message calls, without mu (unlock)
 }
 
-// lockChunk is the most bytes a Write or Read copies per hold of the connection's lock: about
-// 25 µs of memmove, so the socket's reader and pacer, which take the lock once per batch, never
-// wait on an application's copy for longer than one batch of their own takes.
+// lockChunk is the most bytes a Write, Read or message call copies per hold of the connection's
+// lock: about 25 µs of memmove, so the socket's reader and pacer, which take the lock once per
+// batch, never wait on an application's copy for longer than one batch of their own takes.
 const lockChunk = 256 << 10
+
+// unlock releases c.mu after a hold of the message calls, then runs holdHook if a test set one
+// (it counts the bytes copied per hold, and may interrupt the call: Close).
+func (c *Conn) unlock() {
+	c.mu.Unlock()
+	if c.holdHook != nil {
+		c.holdHook()
+	}
+}
 
 // connParams are what the handshake settled.
 type connParams struct {

@@ -95,6 +95,12 @@ func (c *Conn) MaxMessageSize() int {
 // (the machine's speed decides). Size Config.SendBuffer to what the link sends within the TTL, or
 // give a TTL that covers the queue.
 //
+// A message larger than 256 KiB is copied into the send buffer in 256 KiB steps, each under the
+// connection's lock and the next after releasing it (the message's slots, sequence and message
+// numbers are taken first): nothing of it is sent before its last byte is in, and a Close, a
+// failure of the connection or the peer's Shutdown meanwhile drops it whole and fails the call.
+// Once the buffer has room for the message, the write deadline no longer interrupts the copy.
+//
 // Errors, inside a *net.OpError: ErrMessageTooLarge
 // (larger than MaxMessageSize), ErrStreamMode, os.ErrDeadlineExceeded (write deadline),
 // ErrPeerShutdown, net.ErrClosed, or the connection's failure.
@@ -113,6 +119,11 @@ func (c *Conn) WriteMessage(b []byte, ttl time.Duration, inOrder bool) error {
 // the peer's orderly close it returns a bare io.EOF once every message has been read. Other
 // errors, inside a *net.OpError: ErrStreamMode, os.ErrDeadlineExceeded (read deadline),
 // net.ErrClosed, or the connection's failure.
+//
+// A message larger than 256 KiB is copied out in 256 KiB steps, each under the connection's lock
+// (the message stays whole and in place meanwhile, whatever arrives; concurrent ReadMessage calls
+// wait for it and read the messages after it). A Close meanwhile fails the call with
+// net.ErrClosed; neither the connection's failure nor the read deadline stops a copy under way.
 func (c *Conn) ReadMessage(b []byte) (int, error) {
 	if !c.cfg.MessageMode {
 		return 0, c.opErr("read", ErrStreamMode)
@@ -120,6 +131,10 @@ func (c *Conn) ReadMessage(b []byte) (int, error) {
 	return c.readMessage("read", b)
 }
 
+// writeMessage is WriteMessage (and message mode's Write). A message of up to lockChunk bytes is
+// copied in one hold of c.mu; a larger one's slots are reserved in that hold, with its first
+// lockChunk bytes, and the rest copied lockChunk bytes per hold (fillMessage), so that the
+// socket's reader and pacer never wait behind a large message's copy.
 func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool) (int, error) {
 	if isClosed(c.closing) {
 		return 0, c.opErr(op, net.ErrClosed)
@@ -134,16 +149,9 @@ func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool
 	defer func() { <-c.wsem }()
 	for {
 		c.mu.Lock()
-		var err error
-		switch {
-		case c.closed:
-			err = net.ErrClosed
-		case isClosed(c.wdl.done()):
+		err := c.stoppedLocked()
+		if err == nil && isClosed(c.wdl.done()) {
 			err = os.ErrDeadlineExceeded
-		case c.deadErr != nil:
-			err = c.deadErr
-		case c.ep.PeerClosed():
-			err = ErrPeerShutdown
 		}
 		if err != nil {
 			c.mu.Unlock()
@@ -153,24 +161,27 @@ func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool
 			c.mu.Unlock()
 			return 0, nil
 		}
-		ok, werr := c.ep.WriteMessage(time.Now(), b, ttl, inOrder)
-		var fx effects
+		ok, werr := c.ep.BeginMessage(time.Now(), len(b), ttl, inOrder)
+		done := false
 		if ok {
+			_, done = c.ep.FillMessage(b[:min(len(b), lockChunk)])
+		}
+		var fx effects
+		if done {
 			fx = c.pullLocked(via{}) // the message, if due at once, leaves from here
 		}
 		max := c.ep.MaxMessage()
-		c.mu.Unlock()
-		if ok {
+		c.unlock()
+		switch {
+		case done:
 			c.apply(&fx)
-		}
-		if errors.Is(werr, stream.ErrMessageTooLarge) {
-			return 0, c.opErr(op, fmt.Errorf("%w: %d bytes, at most %d (Config.SendBuffer and the peer's receive buffer)", ErrMessageTooLarge, len(b), max))
-		}
-		if werr != nil {
-			return 0, c.opErr(op, werr)
-		}
-		if ok {
 			return len(b), nil
+		case ok:
+			return c.fillMessage(op, b)
+		case errors.Is(werr, stream.ErrMessageTooLarge):
+			return 0, c.opErr(op, fmt.Errorf("%w: %d bytes, at most %d (Config.SendBuffer and the peer's receive buffer)", ErrMessageTooLarge, len(b), max))
+		case werr != nil:
+			return 0, c.opErr(op, werr)
 		}
 		select {
 		case <-c.writable:
@@ -181,6 +192,57 @@ func (c *Conn) writeMessage(op string, b []byte, ttl time.Duration, inOrder bool
 	}
 }
 
+// fillMessage copies the rest of b, whose first lockChunk bytes are in, into the message
+// BeginMessage reserved, lockChunk bytes per hold of c.mu; the message is sent once whole. Close,
+// a break or the peer's Shutdown meanwhile drop it whole (nothing of it was sent) and fail the
+// call. The write deadline is not checked: the copy does not wait.
+func (c *Conn) fillMessage(op string, b []byte) (int, error) {
+	for off := lockChunk; ; off += lockChunk {
+		c.mu.Lock()
+		err := c.stoppedLocked()
+		n, done := 0, false
+		if err == nil {
+			n, done = c.ep.FillMessage(b[off:min(len(b), off+lockChunk)])
+			if n == 0 { // the engine dropped it: it stopped sending (cannot happen unseen above)
+				err = net.ErrClosed
+			}
+		}
+		if err != nil {
+			c.ep.AbortMessage()
+		}
+		var fx effects
+		if done {
+			fx = c.pullLocked(via{})
+		}
+		c.unlock()
+		if err != nil {
+			return 0, c.opErr(op, err)
+		}
+		if done {
+			c.apply(&fx)
+			return len(b), nil
+		}
+	}
+}
+
+// stoppedLocked returns why the connection takes no more messages, nil if it does: Close, its
+// failure, the peer's Shutdown. Caller holds c.mu.
+func (c *Conn) stoppedLocked() error {
+	switch {
+	case c.closed:
+		return net.ErrClosed
+	case c.deadErr != nil:
+		return c.deadErr
+	case c.ep.PeerClosed():
+		return ErrPeerShutdown
+	}
+	return nil
+}
+
+// readMessage is ReadMessage (and message mode's Read). A message of up to lockChunk bytes is
+// copied in one hold of c.mu; a larger one is pinned in the receive buffer and copied lockChunk
+// bytes per hold (readPinned). Meanwhile other readers wait for it (c.readPin): they read the
+// messages after it.
 func (c *Conn) readMessage(op string, b []byte) (int, error) {
 	for {
 		c.mu.Lock()
@@ -196,6 +258,22 @@ func (c *Conn) readMessage(op string, b []byte) (int, error) {
 			c.mu.Unlock()
 			return 0, nil
 		}
+		if pin := c.readPin; pin != nil {
+			c.mu.Unlock()
+			select {
+			case <-pin:
+			case <-c.rdl.done():
+			case <-c.closing:
+			}
+			continue
+		}
+		if size := c.ep.NextMessage(); size > lockChunk && len(b) >= size {
+			c.ep.PinMessage()
+			c.readPin = make(chan struct{})
+			n, _ := c.ep.ReadPinned(b[:lockChunk])
+			c.unlock()
+			return c.readPinned(op, b[:size], n)
+		}
 		n, size, err := c.ep.ReadMessage(b)
 		var fx effects
 		pulled := n > 0 || err != nil
@@ -203,7 +281,7 @@ func (c *Conn) readMessage(op string, b []byte) (int, error) {
 			fx = c.pullLocked(via{}) // a window update may be queued
 		}
 		dead := c.deadErr
-		c.mu.Unlock()
+		c.unlock()
 		if pulled {
 			c.apply(&fx)
 		}
@@ -224,6 +302,40 @@ func (c *Conn) readMessage(op string, b []byte) (int, error) {
 		case <-c.rdl.done():
 		case <-c.closing:
 		case <-c.dead:
+		}
+	}
+}
+
+// readPinned copies the rest of the pinned message, len(b) bytes of which the first n are in b,
+// lockChunk bytes per hold of c.mu, and ends the pin. Close meanwhile leaves the message queued
+// and fails the call; the connection's failure does not stop it (the message is complete and
+// readable, as it would be by a read a moment earlier), nor does the read deadline (the copy
+// does not wait).
+func (c *Conn) readPinned(op string, b []byte, n int) (int, error) {
+	for {
+		c.mu.Lock()
+		k, done := 0, false
+		if !c.closed {
+			k, done = c.ep.ReadPinned(b[n:min(len(b), n+lockChunk)])
+			n += k
+		}
+		if k == 0 && !done { // closed (the pin cannot go otherwise)
+			c.ep.UnpinMessage()
+			close(c.readPin)
+			c.readPin = nil
+			c.mu.Unlock()
+			return 0, c.opErr(op, net.ErrClosed)
+		}
+		var fx effects
+		if done {
+			fx = c.pullLocked(via{}) // a window update may be queued
+			close(c.readPin)
+			c.readPin = nil
+		}
+		c.unlock()
+		if done {
+			c.apply(&fx)
+			return n, nil
 		}
 	}
 }

@@ -36,6 +36,10 @@ import (
 // arrives (a forged request naming the future would otherwise acknowledge what was never sent).
 // Limitation: UDT 4.11 never sends the packets it skips, so a message it gives up at the very end
 // of what it sends is acknowledged here only when more data follows.
+//
+// A caller that must not copy a large message in one call (conn, which copies at most 256 KiB
+// per hold of its lock) writes it in parts (BeginMessage, then FillMessage) and reads it in parts
+// (PinMessage, then ReadPinned); WriteMessage and ReadMessage are the same in one call.
 
 // ErrMessageTooLarge: the message needs more packets than the send buffer holds or than the
 // peer's flow window from the handshake (its receive buffer could never hold it whole) (UDT error
