@@ -84,20 +84,58 @@ func (b *RecvBuffer) ReadPinned(p []byte) (n int, done bool) {
 	if pn.j < pn.n {
 		return n, false
 	}
+	// Consumed, a page of slots at a time (a slot at a time, 21 000 slots of a 24 MiB message took
+	// 0.15-0.47 ms, against 20-50 µs for a 256 KiB part's copy). Its slots are all held and
+	// none given up (settle and intact checked; the pin kept drops off).
+	m.freeRun(d0, pn.n)
+	for d, k := d0, pn.n; k > 0; { // split at the ring's end
+		i := b.slot(d)
+		r := min(k, b.n-i)
+		if pn.head {
+			setBits(b.present, i, r, false)
+		} else {
+			setBits(m.gone, i, r, true) // delivered: skipped when the read point reaches it
+		}
+		d, k = d+r, k-r
+	}
 	if pn.head {
-		m.pop(pn.n, false)
-		m.ready, m.readyBytes = 0, 0
+		b.contig -= pn.n
+		b.seq = b.seq.Add(pn.n)
+		b.head = b.slot(pn.n)
+		m.scan, m.scanBytes, m.ready, m.readyBytes = 0, 0, 0, 0
 		if len(m.ooo) > 0 && m.ooo[0].first == pn.first {
 			m.ooo = append(m.ooo[:0], m.ooo[1:]...)
-		}
-	} else {
-		for j := range pn.n {
-			m.giveUp(b.slot(d0 + j)) // delivered: the slot is skipped when the read point reaches it
 		}
 	}
 	m.pin = msgPin{}
 	m.settle()
 	return n, true
+}
+
+// freeRun frees the memory of the k held slots from d packets past the read point on, a page
+// at a time, and counts them out of Stored.
+func (m *recvMsgs) freeRun(d, k int) {
+	b := m.b
+	for k > 0 {
+		i := b.slot(d)
+		r := b.st.dropRun(i, min(k, b.n-i))
+		b.stored -= r
+		d, k = d+r, k-r
+	}
+}
+
+// setBits sets (on) or clears bits [i, i+n) of w.
+func setBits(w []uint64, i, n int, on bool) {
+	for n > 0 {
+		k := min(n, 64-i&63)
+		mask := ^uint64(0) >> (64 - k) << (i & 63)
+		if on {
+			w[i>>6] |= mask
+		} else {
+			w[i>>6] &^= mask
+		}
+		i, n = i+k, n-k
+	}
 }
 
 // UnpinMessage ends a read in parts before its end: the message stays queued, whole, to be read

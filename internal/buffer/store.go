@@ -170,6 +170,16 @@ func (s *store) freeRun(i, m int) (freed, n int) {
 	return freed, n
 }
 
+// dropRun is freeRun without the byte count: it releases up to m consecutive live slots from
+// slot i on, stopping at the end of i's page, and returns how many, in O(1).
+func (s *store) dropRun(i, m int) int {
+	p := s.pageOf(i)
+	count := min(m, s.perPage-(i-p*s.perPage))
+	s.live[p] -= uint16(count - 1)
+	s.releasePage(p)
+	return count
+}
+
 // lengths is freeRun without freeing: the slots it would release (up to m, stopping at the end
 // of i's page) and the bytes they hold.
 func (s *store) lengths(i, m int) (count, n int) {
