@@ -227,7 +227,7 @@ func (b *RecvBuffer) ReadMessage(p []byte) (n, size int) {
 	if size = m.next(); size == 0 || len(p) < size {
 		return 0, size
 	}
-	b.PinMessage()
+	m.pinNext()
 	n, _ = b.ReadPinned(p)
 	return n, size
 }

@@ -26,7 +26,7 @@ type msgPin struct {
 	n     int  // its packets; 0: none pinned
 	head  bool // the message at the read point (m.ready); else an out-of-order one, taken off m.ooo
 	first seqno.Seq
-	no    seqno.Msg
+	no    seqno.Msg // of an out-of-order one (UnpinMessage puts it back)
 	bytes int
 	j     int // the packet holding the next byte to copy
 	off   int // bytes of packet j copied
@@ -50,8 +50,14 @@ func (b *RecvBuffer) PinMessage() int {
 	if m.pin.n > 0 || m.next() == 0 {
 		return 0
 	}
+	return m.pinNext()
+}
+
+// pinNext pins the next message, which next found.
+func (m *recvMsgs) pinNext() int {
+	b := m.b
 	if m.ready > 0 {
-		m.pin = msgPin{n: m.ready, head: true, first: b.seq, no: seqno.MsgFromWire(m.word1[b.head]), bytes: m.readyBytes}
+		m.pin = msgPin{n: m.ready, head: true, first: b.seq, bytes: m.readyBytes}
 		return m.readyBytes
 	}
 	o := m.ooo[0]
@@ -70,18 +76,20 @@ func (b *RecvBuffer) ReadPinned(p []byte) (n int, done bool) {
 		return 0, false
 	}
 	d0 := seqno.Offset(b.seq, pn.first)
-	for pn.j < pn.n && n < len(p) {
-		src := b.st.data(b.slot(d0 + pn.j))[pn.off:]
+	j, off := pn.j, pn.off
+	for j < pn.n && n < len(p) {
+		src := b.st.data(b.slot(d0 + j))[off:]
 		c := copy(p[n:], src)
 		n += c
 		if c < len(src) {
-			pn.off += c
+			off += c
 			break
 		}
-		pn.j, pn.off = pn.j+1, 0
+		j, off = j+1, 0
 	}
+	pn.j, pn.off = j, off
 	b.copied += uint64(n)
-	if pn.j < pn.n {
+	if j < pn.n {
 		return n, false
 	}
 	// Consumed, a page of slots at a time (a slot at a time, 21 000 slots of a 24 MiB message took
