@@ -124,7 +124,8 @@ func (e *Endpoint) BeginMessage(now time.Time, size int, ttl time.Duration, inOr
 // the connection stopped sending or was closed meanwhile, it drops the message whole and returns
 // (0, false); without a message being filled it also returns (0, false).
 func (e *Endpoint) FillMessage(p []byte) (int, bool) {
-	if e.msgs.filling == 0 {
+	if e.snd.Filling() == 0 {
+		e.msgs.filling = 0
 		return 0, false
 	}
 	if !e.active() || e.cl.closing {
