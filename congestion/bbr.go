@@ -20,17 +20,18 @@ import (
 // States (draft §4.3): Startup (pacing gain 2.77 = 4·ln 2, cwnd gain 2) doubles the rate each
 // round trip until the bandwidth stops growing by 25 % for three rounds or the loss test below
 // fires; Drain (pacing gain 0.35 ≈ 1/2.885) empties the queue Startup made; ProbeBW cycles DOWN
-// (0.9, until in flight ≤ BDP), CRUISE (1.0), REFILL (1.0, one round), UP (1.25, cwnd gain 2.25)
+// (0.9, until in flight ≤ BDP), CRUISE (1.0), REFILL (1.0, one round), UP (1.25, cwnd gain 2.25,
+// until the bandwidth stops growing or, a round in, the RTT shows a queue: Chromium's BBR2)
 // with a probe every 2–3 s (randomised) or every min(quantised BDP in packets, 63) rounds,
 // whichever comes first (Reno coexistence); a probe that follows one that found excessive loss stops at
 // inflight_hi, and passes it only in a new probe once its ACKs showed no excessive loss (Linux
 // BBRv3's and Chromium BBR2's stopped risky probe); ProbeRTT (every 5 s without a new minimum:
 // in flight ≤ BDP/2 for 200 ms and one round) refreshes RTprop.
 //
-// Departure from the draft, the only one in the algorithm: loss is congestion only when it
-// exceeds the path's background loss rate. The draft takes any loss in a round for congestion
-// (its bw_lo/inflight_lo cut by β = 0.7 per lossy round) and a loss rate above 2 % in a probe for
-// the path's limit (inflight_hi). Random loss on a long path (radio, a dirty fibre, a policer's
+// Departures from the draft, the only two in the algorithm: UP also ends on a queue (above;
+// probeQueued), and loss is congestion only when it exceeds the path's background loss rate. The
+// draft takes any loss in a round for congestion (its bw_lo/inflight_lo cut by β = 0.7 per lossy
+// round) and a loss rate above 2 % in a probe for the path's limit (inflight_hi). Random loss on a long path (radio, a dirty fibre, a policer's
 // neighbours) is independent of what this flow sends, so BBR here keeps an estimate of it — the
 // loss rate of the rounds in the last 10 s (the RTprop window: the path is taken as stationary
 // over it) that were not probing and not judged congested — and judges a round, or a probe's
@@ -106,6 +107,7 @@ type BBR struct {
 	probeUpCnt         float64 // bytes acked per byte of inflight_hi growth
 	probeUpAcked       float64
 	probeUpRounds      int
+	upRounds           int // rounds completed in the current UP
 	bwProbeSamples     bool
 	ackPhase           bbrACKPhase
 	cwndLimited        bool

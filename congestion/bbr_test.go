@@ -431,3 +431,65 @@ func TestBBRRepairSamplesOnlyRaise(t *testing.T) {
 		t.Fatalf("a repair sample at 3× the model: bandwidth %.0f, want it raised to ~%.0f", got, 3*bw)
 	}
 }
+
+// UP ends once, a round in, an RTT sample shows a queue of its own excess (0.25·min RTT beyond
+// the ACK-aggregation allowance and 1 ms: probeQueued, Chromium's BBR2), and not within its first
+// round or on a smaller rise; without a queue it lasts until the draft's plateau (three rounds
+// without 25 % growth). ACKs come ten a round, as a UDT receiver's every quarter round trip or
+// so, so the aggregation allowance is about a tenth of a round.
+func TestBBRProbeUpEndsOnQueue(t *testing.T) {
+	const pkt, perRound, acks = 1472, 100, 10
+	rtt := 20 * time.Millisecond
+	queue := 30 * time.Millisecond // 0.5·min RTT of queue
+	for _, tc := range []struct {
+		name     string
+		rtt      func(ack int) time.Duration // the RTT of UP's ack-th ACK (from 1)
+		min, max int                         // when DOWN may start, in ACKs since UP began
+	}{
+		{"queued", func(int) time.Duration { return queue }, acks, 2 * acks},
+		{"queued in its first round only", func(a int) time.Duration {
+			if a < acks {
+				return queue
+			}
+			return rtt
+		}, 3 * acks, 5 * acks},
+		{"within the margins", func(int) time.Duration { return rtt + rtt/4 + time.Millisecond + rtt/acks/2 }, 3 * acks, 5 * acks},
+		{"no queue", func(int) time.Duration { return rtt }, 3 * acks, 5 * acks},
+	} {
+		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+		b.Init(t0, Params{MSS: 1500})
+		now, total := t0, int64(0)
+		ack := func(sample time.Duration) {
+			now = now.Add(rtt / acks)
+			d := int64(perRound / acks * pkt)
+			total += d
+			b.OnDelivery(now, Delivery{RTT: sample, PriorDelivered: max(total-perRound*pkt, 0), NewlyDelivered: d,
+				NewlyAcked: d, TotalDelivered: total, InFlight: perRound * pkt, TxInFlight: perRound * pkt,
+				CwndLimited: true, PacketSize: pkt, Delivered: perRound * pkt, Interval: rtt})
+		}
+		for range 30 * acks { // through Startup and Drain into ProbeBW
+			ack(rtt)
+		}
+		if !b.state.probeBW() {
+			t.Fatalf("%s: state %v after 30 rounds, want ProbeBW", tc.name, b.state)
+		}
+		if b.extraAckedMax() > 2*perRound/acks*pkt {
+			t.Fatalf("%s: aggregation allowance %.0f bytes, want about a tenth of a round", tc.name, b.extraAckedMax())
+		}
+		b.startProbeBWRefill()
+		for i := 0; i < 3*acks && b.state != bbrProbeBWUp; i++ {
+			ack(rtt) // REFILL's round
+		}
+		if b.state != bbrProbeBWUp {
+			t.Fatalf("%s: state %v after REFILL's round, want ProbeBW_UP", tc.name, b.state)
+		}
+		n := 0
+		for b.state == bbrProbeBWUp && n < 10*acks {
+			n++
+			ack(tc.rtt(n))
+		}
+		if n < tc.min || n > tc.max {
+			t.Errorf("%s: UP ended at its ACK %d (state %v), want within %d–%d", tc.name, n, b.state, tc.min, tc.max)
+		}
+	}
+}

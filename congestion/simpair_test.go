@@ -48,14 +48,10 @@ const (
 var pairScenarios = []pairScenario{
 	{Name: "same/20ms", Kind: "same", RTT: 20 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{true, true}, Short: true},
 	{Name: "same/100ms", Kind: "same", RTT: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{true, true}},
-	{Name: "cubic-first/20ms", Kind: "cubic", RTT: 20 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{false, true}, Short: true,
-		KnownMiss: "the same probes overflow the 1-BDP queue and the CUBIC flow backs off each cycle: its share varied 3.2–29.7 % over 36 runs of the three seeds (the simulation is not repeatable: goroutine order), median ~13 %, under 6 % in 3 of them, so a 5 % floor on the worst of three failed about one CI run in six (2026-12-02)"},
-	{Name: "cubic-first/100ms", Kind: "cubic", RTT: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{false, true},
-		KnownMiss: "as cubic-first/20ms: CUBIC's share varied 5.0–32.0 % over 18 runs (median ~21 %), at the 5 % floor in one (2026-12-02)"},
-	{Name: "cubic-second/20ms", Kind: "cubic", RTT: 20 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{true, false},
-		KnownMiss: "as cubic-second/100ms: CUBIC's share varied 4.0–18.2 % over 18 runs (median ~12 %), under the 5 % floor in one (2026-12-02)"},
-	{Name: "cubic-second/100ms", Kind: "cubic", RTT: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{true, false},
-		KnownMiss: "BBR's bandwidth probes every 2–3 s overflow the 1-BDP queue, so the late CUBIC flow backs off each cycle and holds 4–7 % (BBRv3 shares this weakness at shallow buffers; tried: loss with a standing queue as congestion, which cost 15 points on lossy ACK-aggregated paths)"},
+	{Name: "cubic-first/20ms", Kind: "cubic", RTT: 20 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{false, true}, Short: true},
+	{Name: "cubic-first/100ms", Kind: "cubic", RTT: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{false, true}},
+	{Name: "cubic-second/20ms", Kind: "cubic", RTT: 20 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{true, false}},
+	{Name: "cubic-second/100ms", Kind: "cubic", RTT: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{true, false}},
 	// The long flow joins the short one; the buffer is one BDP at the short RTT, then at the long.
 	{Name: "rtt/20+100ms/buffer=20ms", Kind: "rtt", RTT: 20 * time.Millisecond, RTT2: 100 * time.Millisecond, Buffer: 20 * time.Millisecond, Ours: [2]bool{true, true}, Short: true},
 	{Name: "rtt/20+100ms/buffer=100ms", Kind: "rtt", RTT: 20 * time.Millisecond, RTT2: 100 * time.Millisecond, Buffer: 100 * time.Millisecond, Ours: [2]bool{true, true}},
