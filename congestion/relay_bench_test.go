@@ -98,7 +98,14 @@ func relayTransfer(tb testing.TB, loss float64, dur time.Duration) relayResult {
 	end, tEnd := received.Load(), time.Now()
 	close(stop)
 	res := relayResult{Sender: c.Stats(), Relay: relay.Stats()}
-	c.Close() // unblocks a Write waiting for buffer space
+	// Close unblocks a Write waiting for buffer space and returns at once; the connection goes on
+	// delivering what was written (the reader still reads) and then shuts down. Waiting for that
+	// end lets the dialer's socket goroutines stop before the package's leak check.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.CloseContext(ctx); err != nil {
+		tb.Logf("close: %v", err)
+	}
 	<-wrote
 	ln.Close()
 	<-done
