@@ -268,11 +268,17 @@ func (c *Conn) readMessage(op string, b []byte) (int, error) {
 			continue
 		}
 		if size := c.ep.NextMessage(); size > lockChunk && len(b) >= size {
-			c.ep.PinMessage()
-			c.readPin = make(chan struct{})
-			n, _ := c.ep.ReadPinned(b[:lockChunk])
-			c.unlock()
-			return c.readPinned(op, b[:size], n)
+			// The pinned message's own size decides: were it ever another than the one
+			// NextMessage saw, the copy below would end early and fail a live connection.
+			if size = c.ep.PinMessage(); size > lockChunk && len(b) >= size {
+				c.readPin = make(chan struct{})
+				n, _ := c.ep.ReadPinned(b[:lockChunk])
+				c.unlock()
+				return c.readPinned(op, b[:size], n)
+			}
+			if size > 0 {
+				c.ep.UnpinMessage()
+			}
 		}
 		n, size, err := c.ep.ReadMessage(b)
 		var fx effects

@@ -99,8 +99,8 @@ func (e *Endpoint) BeginMessage(now time.Time, size int, ttl time.Duration, inOr
 	if size > e.MaxMessage() {
 		return false, ErrMessageTooLarge
 	}
-	if !e.active() || e.cl.closing || size <= 0 {
-		return false, nil
+	if !e.active() || e.cl.closing || size <= 0 || e.snd.Filling() > 0 {
+		return false, nil // another message is being filled: its state stays as it is
 	}
 	deadline := int64(buffer.Never)
 	if ttl > 0 {

@@ -89,3 +89,25 @@ func TestMessageFillClose(t *testing.T) {
 		t.Fatal("BeginMessage after Close")
 	}
 }
+
+// A BeginMessage refused because another message is being filled leaves that message's state
+// alone: it completes, counted whole, and the endpoint stays writable (a review found the refusal
+// zeroed the byte count and set the room CanWrite waits for to the refused message's).
+func TestMessageBeginWhileFilling(t *testing.T) {
+	l := newLink(4, linkRules{delay: 5 * time.Millisecond}, linkRules{delay: 5 * time.Millisecond})
+	newMsgPair(l, 0, 0)
+	e := l.ep[0]
+	if ok, _ := e.BeginMessage(l.now, 20000, 0, true); !ok {
+		t.Fatal("BeginMessage refused")
+	}
+	e.FillMessage(make([]byte, 7000))
+	if ok, err := e.BeginMessage(l.now, 10, 0, true); ok || err != nil {
+		t.Fatalf("second BeginMessage while filling: %v, %v; want refused without error", ok, err)
+	}
+	n, done := e.FillMessage(make([]byte, 13000))
+	st := e.Stats()
+	if n != 13000 || !done || st.BytesWritten != 20000 || st.Messages.Written != 1 || !e.CanWrite() {
+		t.Fatalf("after the refused BeginMessage: filled %d, done %v, BytesWritten %d (want 20000), Written %d (want 1), CanWrite %v",
+			n, done, st.BytesWritten, st.Messages.Written, e.CanWrite())
+	}
+}
