@@ -173,7 +173,10 @@ func (b *SendBuffer) AbortMessage() {
 		return
 	}
 	f := &b.msg.part
-	for j := range (f.done + f.size - 1) / max(f.size, 1) {
+	if f.k == 0 {
+		return
+	}
+	for j := range (f.done + f.size - 1) / f.size { // the slots holding any of its bytes
 		b.st.release(b.slot(b.used + j))
 	}
 	*f = msgFill{}
