@@ -43,6 +43,7 @@ const (
 	pktBlind                         // resent without the receiver's report of its loss since: any copy may be the one delivered
 	pktPeerAt                        // peerAt holds the receiver's clock at deliveredAt (delivery_peer.go)
 	pktPeerRepair                    // peerRepair holds the receiver's clock at repairedAt
+	pktReneged                       // delivered by a NAK's reading, then shown missing (renege): counted in delivered already
 )
 
 // pktRecord is the state of one sent packet at its latest transmission (the draft's per-packet
@@ -294,13 +295,15 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		d.inflight -= int64(p.size)
 		d.inflightPkts--
 	}
-	d.delivered += int64(p.size)
+	ev := &d.ev
+	if p.flags&pktReneged == 0 {
+		d.delivered += int64(p.size)
+		ev.newlyDelivered += int64(p.size)
+	}
 	d.newestSent = max(d.newestSent, p.sent)
 	if p.flags&pktLate == 0 {
 		d.newestOnTime = max(d.newestOnTime, p.sent)
 	}
-	ev := &d.ev
-	ev.newlyDelivered += int64(p.size)
 	if p.flags&pktAcked == 0 {
 		p.flags |= pktAcked
 		ev.newlyAcked += int64(p.size)
@@ -418,6 +421,21 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 		d.ev.newlyLost += int64(p.size)
 		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
 		d.ev.lostTx = max(d.ev.lostTx, p.txInFlight)
+	}
+}
+
+// renege takes back the delivery a NAK's reading gave the first unacknowledged packet, which the
+// cumulative ACK shows missing (lostHeadDue): the NAK naming it was lost, so the next NAK's
+// frontier covered it. It becomes a packet out of the flight and counted as received, as an
+// implied one is, so that declaring it lost counts it lost; its bytes stay in delivered (samples
+// taken since counted them) and are not counted again when it is acknowledged (pktReneged). Linux
+// TCP handles SACK reneging alike (tcp_check_sack_reneging): the data is marked lost again.
+func (d *deliveryTracker) renege() {
+	if d.n == 0 {
+		return
+	}
+	if p := d.at(0); p.flags&pktDelivered != 0 {
+		p.flags = p.flags&^pktDelivered | pktImplied | pktReneged
 	}
 }
 

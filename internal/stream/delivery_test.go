@@ -668,3 +668,44 @@ func TestImplyCapCountsPacketsNotSkippedNumbers(t *testing.T) {
 		t.Errorf("%d packets still in flight after imply, want ≤ 1: the 50 skipped numbers counted against the cap of 8 sent packets", d.inflightPkts)
 	}
 }
+
+// A NAK lost on the way leaves its packet to the next NAK's frontier, which reads it as delivered;
+// the cumulative ACK still naming it missing takes that back (renege): the packet is counted lost
+// once, its resend is in flight, and its bytes are not counted delivered a second time when the
+// ACK finally covers it.
+func TestRenegeCountsOnce(t *testing.T) {
+	const ms = time.Millisecond
+	isn := seqno.MaxSeq.Add(-1) // the flight wraps
+	d := newDeliveryTracker(isn, 64)
+	for k := range 6 {
+		d.onSend(isn.Add(k), 1000, time.Duration(k)*ms, false)
+	}
+	d.begin() // the NAK naming packet 0 was lost; the next one names 4 and holds 5
+	d.onLost(isn.Add(4), isn.Add(4))
+	d.onNAKFrontier(isn.Add(5), func(s seqno.Seq) bool { return s == isn.Add(4) }, 40*ms)
+	d.sample(40*ms, time.Time{}, 1000)
+	if d.delivered != 5000 || d.inflight != 0 {
+		t.Fatalf("after the NAK: delivered %d, in flight %d; want 5000, 0 (packets 0–3 and 5 read as delivered)", d.delivered, d.inflight)
+	}
+	if _, ok := d.lostHeadDue(20*ms, 41*ms); !ok {
+		t.Fatal("lostHeadDue does not judge a head the NAK's reading delivered")
+	}
+	d.begin()
+	d.renege()
+	d.onLost(isn, isn)
+	s, _ := d.sample(45*ms, time.Time{}, 1000)
+	if s.NewlyLost != 1000 || d.lost != 2000 {
+		t.Fatalf("reneged head: NewlyLost %d, lost %d; want 1000, 2000", s.NewlyLost, d.lost)
+	}
+	d.onSend(isn, 1000, 46*ms, true)
+	d.onSend(isn.Add(4), 1000, 46*ms, true)
+	if d.inflight != 2000 {
+		t.Fatalf("in flight %d after both resends, want 2000", d.inflight)
+	}
+	d.begin()
+	d.onCumAck(isn.Add(6), 90*ms, 40*ms)
+	s, _ = d.sample(90*ms, time.Time{}, 1000)
+	if d.delivered != 6000 || s.NewlyDelivered != 1000 || d.inflight != 0 {
+		t.Fatalf("after the ACK: delivered %d (newly %d), in flight %d; want 6000 (1000), 0: the reneged packet counted again", d.delivered, s.NewlyDelivered, d.inflight)
+	}
+}

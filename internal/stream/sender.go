@@ -423,14 +423,20 @@ func (e *Endpoint) nakFrontier(t time.Duration, rs []packet.SeqRange) {
 }
 
 // checkLostRepair re-queues the first unacknowledged packet when an ACK still names it missing
-// well after its retransmission should have arrived (delivery.go's lostRepair); on the timer
-// (heard: when the peer was last heard from), when the peer has spoken since the repair left and
-// has still not acknowledged it by then.
+// well after it should have arrived: a repair, or an original whose NAK was lost
+// (deliveryTracker.lostHeadDue); on the timer (heard: when the peer was last heard from), when the
+// peer has spoken since the packet left and has still not acknowledged it by then.
 func (e *Endpoint) checkLostRepair(t, heard time.Duration) {
 	if due, ok := e.lostRepairDue(heard); ok && t >= due {
 		first := e.sndLastAck()
+		repair := e.dlv.at(0).flags&pktRetrans != 0
+		e.dlv.renege()
 		e.stats.SndLoss += uint64(e.addLoss(first, first))
-		e.stats.RetransLost++
+		if repair {
+			e.stats.RetransLost++
+		} else {
+			e.stats.NAKLost++
+		}
 	}
 }
 
@@ -451,7 +457,7 @@ func (e *Endpoint) lostRepairDue(heard time.Duration) (time.Duration, bool) {
 	if e.dlv.n == 0 || e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
 		return 0, false
 	}
-	return e.dlv.lostRepairDue(e.lostRepairWait(), heard)
+	return e.dlv.lostHeadDue(e.lostRepairWait(), heard)
 }
 
 // windowImplyDue returns when the delivery tracker's imply will free room in a congestion window

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/udtgo/udt/congestion"
+	"github.com/udtgo/udt/internal/packet"
 	"github.com/udtgo/udt/internal/seqno"
 )
 
@@ -87,6 +88,92 @@ func TestLostRepairDoesNotStallTheWindow(t *testing.T) {
 			// resends on that NAK: the second repair leaves within about two of its intervals.
 			if hole > 2*maxRcvTO {
 				t.Errorf("the lost repair was resent %v after it, want ≤ 2 × (SRTT + 4·RTTVAR + window) = %v", hole, 2*maxRcvTO)
+			}
+		})
+	}
+}
+
+// A lost NAK leaves the receiver's cumulative ACK naming the packet as missing while NAKs about
+// later gaps show later packets delivered: the sender declares it lost a round trip (and the
+// reordering window) after it left (lostHeadDue, RFC 8985's RACK), instead of waiting for the
+// receiver's periodic re-report or the tail-loss probe, which holds new data back until the peer
+// answers. Over paths of 2–100 ms with 1 % random loss forward (so that NAKs keep arriving), the
+// repair must leave within 1.5 × the sender's own wait of the first transmission, and with no
+// probe sent in the meantime. (On the 2 ms path the receiver's periodic NAK comes first; without
+// the rule the 20 and 100 ms paths took 1.44 and 1.50 × the wait and a probe each.)
+func TestLostNAKRepairedFromTheACK(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // one way
+	}{
+		{"2ms", time.Millisecond},
+		{"20ms", 10 * time.Millisecond},
+		{"100ms", 50 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const isn = 1<<31 - 1000 // the hole lies past the wrap
+			target := seqno.Seq(isn).Add(3000)
+			var (
+				tx        int
+				first     time.Time // the target's first departure
+				repair    time.Time // its second
+				dropped   bool      // the NAK naming it was dropped
+				wait      time.Duration
+				probesAt1 uint64
+				l         *link
+			)
+			fwd := linkRules{delay: tc.delay, rate: 12_500_000, queue: 2000, loss: 0.01, drop: func(b []byte) bool {
+				if !first.IsZero() && repair.IsZero() {
+					wait = max(wait, l.ep[0].lostRepairWait())
+				}
+				if b[0]&0x80 != 0 || seqno.SeqFromWire(binary.BigEndian.Uint32(b)) != target {
+					return false
+				}
+				tx++
+				switch tx {
+				case 1:
+					first = l.now
+					probesAt1 = l.ep[0].Stats().Probes
+					return true
+				case 2:
+					repair = l.now
+
+				}
+				return false
+			}}
+			rev := linkRules{delay: tc.delay, drop: func(b []byte) bool {
+				if dropped || !isNAK(b) {
+					return false
+				}
+				rs, err := packet.AppendLossList(nil, b[headerSize:])
+				if err != nil {
+					return false
+				}
+				for _, r := range rs {
+					if seqno.Offset(seqno.SeqFromWire(r.First), target) >= 0 && seqno.Offset(target, seqno.SeqFromWire(r.Last)) >= 0 {
+						dropped = true
+						return true
+					}
+				}
+				return false
+			}}
+			l = newLink(11, fwd, rev)
+			bbr := func() congestion.Controller { return congestion.BBRFactory()() }
+			newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
+			transfer(t, l, 8<<20, false, time.Minute)
+			if !dropped || repair.IsZero() {
+				t.Fatalf("NAK dropped %v, target sent %d times: the scenario did not happen", dropped, tx)
+			}
+			st := l.ep[0].Stats()
+			hole := repair.Sub(first)
+			probes := st.Probes - probesAt1
+			t.Logf("repair left %v after the first transmission (the sender's longest wait then %v); NAKLost %d, probes during the hole %d",
+				hole, wait, st.NAKLost, probes)
+			if hole > wait*3/2 {
+				t.Errorf("the packet whose NAK was lost was resent %v after it left, want ≤ 1.5 × the wait (%v)", hole, wait)
+			}
+			if probes > 0 {
+				t.Errorf("%d tail-loss probes while the hole was open, want none", probes)
 			}
 		})
 	}

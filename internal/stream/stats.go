@@ -33,7 +33,8 @@ type Stats struct {
 	Probes            uint64 // tail-loss probes (first timer expiry without ACK progress)
 	Timeouts          uint64 // retransmission timeouts (later expiries, each a probe and Controller.OnTimeout)
 	GoBackN           uint64 // times every unacknowledged packet was re-queued, the peer answering after a timeout
-	RetransLost       uint64 // retransmissions declared lost: an ACK named them missing a round trip after (lostRepair)
+	RetransLost       uint64 // retransmissions declared lost: an ACK named them missing a round trip after (lostHeadDue)
+	NAKLost           uint64 // originals declared lost without a NAK: the ACK named them missing after a later packet was delivered (lostHeadDue)
 	EncodeErrors      uint64 // control packets our encoder refused (a bug if non-zero)
 	Unreachable       uint64 // port-unreachable reports about packets to the peer (OnUnreachable)
 	PMTUProbes        uint64 // path MTU probes sent (pmtud.go)
