@@ -406,15 +406,18 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	to := min(seqno.Offset(d.base, last), d.n-1)
 	for k := from; k <= to; k++ {
 		p := d.at(k)
+		if p.flags&pktDelivered != 0 {
+			continue // delivered: a blind resend (go-back-N) is no report (renege takes a reading back)
+		}
 		p.flags |= pktEverLost
 		switch {
 		case p.flags&pktInFlight != 0:
 			d.inflight -= int64(p.size)
 			d.inflightPkts--
 		case p.flags&pktImplied == 0:
-			continue // delivered, or declared lost already
+			continue // declared lost already
 		}
-		// The receiver's report (or the cumulative ACK's, lostRepairDue) makes the next resend
+		// The receiver's report (or the cumulative ACK's, lostHeadDue) makes the next resend
 		// a repair again even after a blind one; go-back-N marks its losses blind afterwards.
 		p.flags = p.flags&^(pktInFlight|pktImplied|pktBlind) | pktLost
 		d.lost += int64(p.size)
@@ -424,18 +427,22 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 	}
 }
 
-// renege takes back the delivery a NAK's reading gave the first unacknowledged packet, which the
-// cumulative ACK shows missing (lostHeadDue): the NAK naming it was lost, so the next NAK's
-// frontier covered it. It becomes a packet out of the flight and counted as received, as an
-// implied one is, so that declaring it lost counts it lost; its bytes stay in delivered (samples
-// taken since counted them) and are not counted again when it is acknowledged (pktReneged). Linux
-// TCP handles SACK reneging alike (tcp_check_sack_reneging): the data is marked lost again.
-func (d *deliveryTracker) renege() {
-	if d.n == 0 {
-		return
-	}
-	if p := d.at(0); p.flags&pktDelivered != 0 {
-		p.flags = p.flags&^pktDelivered | pktImplied | pktReneged
+// renege takes back the delivery a NAK's reading gave packets in [first, last] that a report now
+// shows missing: the receiver's NAK naming them, or its cumulative ACK a round trip after they left
+// (lostHeadDue). A receiver reports each gap once, so a packet it names that the reading took for
+// delivered had its first report lost, and the next NAK's frontier covered it. Each becomes a
+// packet out of the flight and counted as received, as an implied one is, so that onLost then
+// counts it lost once; its bytes stay in delivered (samples taken since counted them) and are not
+// counted again when it is acknowledged (pktReneged). Linux TCP handles SACK reneging alike
+// (tcp_check_sack_reneging): the data is marked lost again. A given-up message's numbers were
+// never sent and are left alone.
+func (d *deliveryTracker) renege(first, last seqno.Seq) {
+	from := max(seqno.Offset(d.base, first), 0)
+	to := min(seqno.Offset(d.base, last), d.n-1)
+	for k := from; k <= to; k++ {
+		if p := d.at(k); p.flags&(pktDelivered|pktSkipped) == pktDelivered {
+			p.flags = p.flags&^pktDelivered | pktImplied | pktReneged
+		}
 	}
 }
 

@@ -7,7 +7,7 @@ import (
 )
 
 // What the delivery tracker (delivery.go) infers from time and silence: arrivals that no report
-// contradicts (imply) and repairs that must have been lost (lostRepairDue).
+// contradicts (imply) and first unacknowledged packets that must have been lost (lostHeadDue).
 
 // imply takes out of the flight the packets that silence shows to have arrived: UDT4 receivers
 // NAK a gap as soon as a later packet arrives (spec §4.4), so a packet sent more than a round trip
@@ -123,7 +123,8 @@ func (d *deliveryTracker) implyAt(k int) {
 
 // lostHeadDue returns when the first unacknowledged packet, which the receiver's cumulative ACK
 // names as missing, will have left more than wait ago (a round trip, its variation, the ACK period
-// and the reordering window) and must have been lost, and whether it is one this rule judges:
+// and the reordering window) and must have been lost, and whether it is one this rule judges (a
+// given-up message's number, never sent, is not):
 //
 //   - a retransmission in flight: the repair was lost too. A UDT4 receiver reports a gap once;
 //     without this the hole, and everything after it in both buffers, would wait for a timer or
@@ -155,7 +156,7 @@ func (d *deliveryTracker) lostHeadDue(wait, heard time.Duration) (time.Duration,
 	}
 	switch {
 	case p.flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight:
-	case p.flags&(pktRetrans|pktLost) == 0 && d.newestSent > p.sent:
+	case p.flags&(pktRetrans|pktLost|pktSkipped) == 0 && d.newestSent > p.sent:
 		// In flight, implied, or delivered by the next NAK's frontier, which covered it when
 		// the NAK naming it was lost: the ACK contradicts that reading (renege).
 	default:

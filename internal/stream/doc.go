@@ -66,6 +66,11 @@
 //     receiver loss list is non-empty, every NAK interval/4 the ranges last reported at least one
 //     NAK interval ago, 4·RTT + RTTVar + SYN, are reported again (lowest first, as many as fit in
 //     one packet), but not again before something is heard from the peer (a dead path gets one).
+//   - Lost reports (delivery_imply.go's lostHeadDue, RFC 8985's RACK rule): the first
+//     unacknowledged packet is queued again once the cumulative ACK still names it missing
+//     SRTT + 4·RTTVAR + SYN + the reordering window after it left, if it is a repair (UDT4
+//     reports a gap once) or an original sent before a packet since delivered (its NAK was
+//     lost, and the next NAK's frontier had read it as delivered: renege takes that back).
 //   - Reordering windows (reorder.go): a gap waits the receiver's reordering window before its
 //     NAK, and a NAKed packet sent less than minRTT + the sender's window ago waits that long
 //     before its resend (a UDT 4.11 receiver NAKs at once); both windows are 0 until reordering

@@ -269,7 +269,7 @@ func (e *Endpoint) declareNAKLosses(t time.Duration, rs []packet.SeqRange, waite
 			continue // wholly acknowledged
 		}
 		if w == 0 && e.sent.retrans == 0 { // no reordering seen, no retransmission to judge
-			e.stats.SndLoss += uint64(e.addLoss(first, last))
+			e.stats.SndLoss += uint64(e.reportedLoss(first, last))
 			out = appendLoss(out, first, last)
 			runs.add(first, last)
 			continue
@@ -288,7 +288,7 @@ func (e *Endpoint) declareNAKLosses(t time.Duration, rs []packet.SeqRange, waite
 				continue
 			}
 			e.sent.markNAK(s, waited)
-			e.stats.SndLoss += uint64(e.addLoss(s, s))
+			e.stats.SndLoss += uint64(e.reportedLoss(s, s))
 			out = appendLoss(out, s, s)
 			runs.add(s, s)
 		}
@@ -384,7 +384,7 @@ func (e *Endpoint) checkDeferred(t time.Duration, now time.Time) {
 			continue
 		}
 		e.sent.markNAK(s, false)
-		e.stats.SndLoss += uint64(e.addLoss(s, s))
+		e.stats.SndLoss += uint64(e.reportedLoss(s, s))
 		out = appendLoss(out, s, s)
 		runs.add(s, s)
 	}

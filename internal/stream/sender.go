@@ -430,8 +430,7 @@ func (e *Endpoint) checkLostRepair(t, heard time.Duration) {
 	if due, ok := e.lostRepairDue(heard); ok && t >= due {
 		first := e.sndLastAck()
 		repair := e.dlv.at(0).flags&pktRetrans != 0
-		e.dlv.renege()
-		e.stats.SndLoss += uint64(e.addLoss(first, first))
+		e.stats.SndLoss += uint64(e.reportedLoss(first, first))
 		if repair {
 			e.stats.RetransLost++
 		} else {
@@ -448,16 +447,34 @@ func (e *Endpoint) lostRepairWait() time.Duration {
 	return srtt + 4*rttVar + SYN + e.sndReorderWindow()
 }
 
-// lostRepairDue returns when checkLostRepair declares the first unacknowledged packet's repair
-// lost (the peer last heard from at heard), unless it is already queued again. NextTimer arms it
-// too: the test is time-based, and while that hole holds UDT's cumulative ACK the receiver may
-// send nothing at all (its ACK number does not move), so a timer must run it, as RFC 8985 §6.2
-// arms one for RACK's.
+// lostRepairDue returns when checkLostRepair declares the first unacknowledged packet lost (the
+// peer last heard from at heard), unless it is already queued again. The wait runs from its
+// latest transmission of any kind (the sent log's): a resend the delivery tracker does not date
+// (a tail-loss probe or go-back-N of a packet a NAK's reading took for delivered) still has a
+// round trip to be acknowledged in. NextTimer arms it too: the test is time-based, and while that
+// hole holds UDT's cumulative ACK the receiver may send nothing at all (its ACK number does not
+// move), so a timer must run it, as RFC 8985 §6.2 arms one for RACK's.
 func (e *Endpoint) lostRepairDue(heard time.Duration) (time.Duration, bool) {
-	if e.dlv.n == 0 || e.sloss.Len() > 0 && e.sloss.Contains(e.sndLastAck()) {
+	head := e.sndLastAck()
+	if e.dlv.n == 0 || e.sloss.Len() > 0 && e.sloss.Contains(head) {
 		return 0, false
 	}
-	return e.dlv.lostHeadDue(e.lostRepairWait(), heard)
+	wait := e.lostRepairWait()
+	due, ok := e.dlv.lostHeadDue(wait, heard)
+	if rec := e.sent.at(head); ok && rec != nil {
+		if heard <= rec.last {
+			return 0, false
+		}
+		due = max(due, rec.last+wait+time.Nanosecond)
+	}
+	return due, ok
+}
+
+// reportedLoss declares [first, last] lost on the receiver's report (a NAK, or its cumulative ACK
+// a round trip on): packets a NAK's reading took for delivered are taken back first (renege).
+func (e *Endpoint) reportedLoss(first, last seqno.Seq) int {
+	e.dlv.renege(first, last)
+	return e.addLoss(first, last)
 }
 
 // windowImplyDue returns when the delivery tracker's imply will free room in a congestion window

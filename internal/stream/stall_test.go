@@ -98,15 +98,19 @@ func TestLostRepairDoesNotStallTheWindow(t *testing.T) {
 // reordering window) after it left (lostHeadDue, RFC 8985's RACK), instead of waiting for the
 // receiver's periodic re-report or the tail-loss probe, which holds new data back until the peer
 // answers. Over paths of 2–100 ms with 1 % random loss forward (so that NAKs keep arriving), the
-// repair must leave within 1.5 × the sender's own wait of the first transmission, and with no
-// probe sent in the meantime. (On the 2 ms path the receiver's periodic NAK comes first; without
-// the rule the 20 and 100 ms paths took 1.44 and 1.50 × the wait and a probe each.)
+// repair must leave within 1.5 × the sender's own wait of the first transmission, no tail-loss
+// probe may be sent from then to the end of the transfer, and no transmission may follow the
+// previous one sooner than a round trip (the third transmission that the rule sent about 1 ms
+// after a periodic NAK's resend, timing it from the first, on short paths). On the 2 and 9 ms
+// paths the receiver's periodic NAK usually comes first; without the rule the 20 and 100 ms paths
+// took 1.44 and 1.50 × the wait and a probe each.
 func TestLostNAKRepairedFromTheACK(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		delay time.Duration // one way
 	}{
 		{"2ms", time.Millisecond},
+		{"9ms", 4500 * time.Microsecond},
 		{"20ms", 10 * time.Millisecond},
 		{"100ms", 50 * time.Millisecond},
 	} {
@@ -114,30 +118,23 @@ func TestLostNAKRepairedFromTheACK(t *testing.T) {
 			const isn = 1<<31 - 1000 // the hole lies past the wrap
 			target := seqno.Seq(isn).Add(3000)
 			var (
-				tx        int
-				first     time.Time // the target's first departure
-				repair    time.Time // its second
-				dropped   bool      // the NAK naming it was dropped
+				txs       []time.Time // the target's transmissions
+				dropped   bool        // the NAK naming it was dropped
 				wait      time.Duration
 				probesAt1 uint64
 				l         *link
 			)
 			fwd := linkRules{delay: tc.delay, rate: 12_500_000, queue: 2000, loss: 0.01, drop: func(b []byte) bool {
-				if !first.IsZero() && repair.IsZero() {
+				if len(txs) == 1 {
 					wait = max(wait, l.ep[0].lostRepairWait())
 				}
 				if b[0]&0x80 != 0 || seqno.SeqFromWire(binary.BigEndian.Uint32(b)) != target {
 					return false
 				}
-				tx++
-				switch tx {
-				case 1:
-					first = l.now
+				txs = append(txs, l.now)
+				if len(txs) == 1 {
 					probesAt1 = l.ep[0].Stats().Probes
 					return true
-				case 2:
-					repair = l.now
-
 				}
 				return false
 			}}
@@ -161,20 +158,89 @@ func TestLostNAKRepairedFromTheACK(t *testing.T) {
 			bbr := func() congestion.Controller { return congestion.BBRFactory()() }
 			newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
 			transfer(t, l, 8<<20, false, time.Minute)
-			if !dropped || repair.IsZero() {
-				t.Fatalf("NAK dropped %v, target sent %d times: the scenario did not happen", dropped, tx)
+			if !dropped || len(txs) < 2 {
+				t.Fatalf("NAK dropped %v, target sent %d times: the scenario did not happen", dropped, len(txs))
 			}
 			st := l.ep[0].Stats()
-			hole := repair.Sub(first)
+			hole := txs[1].Sub(txs[0])
 			probes := st.Probes - probesAt1
-			t.Logf("repair left %v after the first transmission (the sender's longest wait then %v); NAKLost %d, probes during the hole %d",
-				hole, wait, st.NAKLost, probes)
+			t.Logf("repair left %v after the first transmission (the sender's longest wait then %v); %d transmissions; NAKLost %d, probes from the first transmission on %d",
+				hole, wait, len(txs), st.NAKLost, probes)
 			if hole > wait*3/2 {
 				t.Errorf("the packet whose NAK was lost was resent %v after it left, want ≤ 1.5 × the wait (%v)", hole, wait)
 			}
 			if probes > 0 {
-				t.Errorf("%d tail-loss probes while the hole was open, want none", probes)
+				t.Errorf("%d tail-loss probes from the first transmission on, want none", probes)
+			}
+			for i := 2; i < len(txs); i++ {
+				if gap := txs[i].Sub(txs[i-1]); gap < 2*tc.delay {
+					t.Errorf("transmission %d left %v after transmission %d, less than the round trip (%v): its ACK could not have come back", i+1, gap, i, 2*tc.delay)
+				}
 			}
 		})
 	}
+}
+
+// The NAK naming a packet is lost and the next NAK's frontier reads it as delivered; the
+// receiver's periodic NAK then names it again on a 9 ms path, before the sender's own rule would:
+// the resend is a repair, judged from when it left, so nothing goes out again before its ACK can
+// return, and the resend is in flight as a repair. (A review found the rule timing it from the
+// first transmission: a third one left 1.3 ms after the second.)
+func TestPeriodicNAKResendNotRepeated(t *testing.T) {
+	const delay = 4500 * time.Microsecond
+	const isn = 1000
+	target := seqno.Seq(isn).Add(3000)
+	other := target.Add(20) // its NAK's frontier reads target as delivered
+	var txs []time.Time
+	nakDropped, repairTracked := false, false
+	var l *link
+	fwd := linkRules{delay: delay, rate: 25_000_000, queue: 2000, drop: func(b []byte) bool {
+		if b[0]&0x80 != 0 {
+			return false
+		}
+		switch s := seqno.SeqFromWire(binary.BigEndian.Uint32(b)); s {
+		case target:
+			txs = append(txs, l.now)
+			if d := l.ep[0].dlv; len(txs) == 2 && seqno.Offset(d.base, s) == 0 {
+				repairTracked = d.at(0).flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight
+			}
+			return len(txs) == 1
+		case other:
+			d := l.ep[0].dlv
+			return d.at(seqno.Offset(d.base, s)).flags&pktRetrans == 0
+		}
+		return false
+	}}
+	rev := linkRules{delay: delay, drop: func(b []byte) bool {
+		if nakDropped || !isNAK(b) {
+			return false
+		}
+		rs, err := packet.AppendLossList(nil, b[headerSize:])
+		if err != nil {
+			return false
+		}
+		for _, r := range rs {
+			if seqno.Offset(seqno.SeqFromWire(r.First), target) >= 0 && seqno.Offset(target, seqno.SeqFromWire(r.Last)) >= 0 {
+				nakDropped = true
+				return true
+			}
+		}
+		return false
+	}}
+	l = newLink(11, fwd, rev)
+	bbr := func() congestion.Controller { return congestion.BBRFactory()() }
+	newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
+	transfer(t, l, 8<<20, false, time.Minute)
+	if !nakDropped || len(txs) < 2 {
+		t.Fatalf("NAK dropped %v, target sent %d times: the scenario did not happen", nakDropped, len(txs))
+	}
+	for i := 2; i < len(txs); i++ {
+		if gap := txs[i].Sub(txs[i-1]); gap < 2*delay {
+			t.Errorf("transmission %d of %v left %v after transmission %d (RTT %v): its ACK could not have come back", i+1, target, gap, i, 2*delay)
+		}
+	}
+	if !repairTracked {
+		t.Error("the resend the periodic NAK asked for is not in flight as a repair: the NAK's reading still holds it delivered")
+	}
+	t.Logf("%d transmissions of the target; NAKLost %d", len(txs), l.ep[0].Stats().NAKLost)
 }
