@@ -138,22 +138,7 @@ func TestLostNAKRepairedFromTheACK(t *testing.T) {
 				}
 				return false
 			}}
-			rev := linkRules{delay: tc.delay, drop: func(b []byte) bool {
-				if dropped || !isNAK(b) {
-					return false
-				}
-				rs, err := packet.AppendLossList(nil, b[headerSize:])
-				if err != nil {
-					return false
-				}
-				for _, r := range rs {
-					if seqno.Offset(seqno.SeqFromWire(r.First), target) >= 0 && seqno.Offset(target, seqno.SeqFromWire(r.Last)) >= 0 {
-						dropped = true
-						return true
-					}
-				}
-				return false
-			}}
+			rev := linkRules{delay: tc.delay, drop: dropFirstNAKNaming(target, &dropped)}
 			l = newLink(11, fwd, rev)
 			bbr := func() congestion.Controller { return congestion.BBRFactory()() }
 			newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
@@ -211,22 +196,7 @@ func TestPeriodicNAKResendNotRepeated(t *testing.T) {
 		}
 		return false
 	}}
-	rev := linkRules{delay: delay, drop: func(b []byte) bool {
-		if nakDropped || !isNAK(b) {
-			return false
-		}
-		rs, err := packet.AppendLossList(nil, b[headerSize:])
-		if err != nil {
-			return false
-		}
-		for _, r := range rs {
-			if seqno.Offset(seqno.SeqFromWire(r.First), target) >= 0 && seqno.Offset(target, seqno.SeqFromWire(r.Last)) >= 0 {
-				nakDropped = true
-				return true
-			}
-		}
-		return false
-	}}
+	rev := linkRules{delay: delay, drop: dropFirstNAKNaming(target, &nakDropped)}
 	l = newLink(11, fwd, rev)
 	bbr := func() congestion.Controller { return congestion.BBRFactory()() }
 	newPair(l, pairOpts{isnA: isn, isnB: 9, ccA: bbr(), ccB: bbr()})
@@ -243,4 +213,25 @@ func TestPeriodicNAKResendNotRepeated(t *testing.T) {
 		t.Error("the resend the periodic NAK asked for is not in flight as a repair: the NAK's reading still holds it delivered")
 	}
 	t.Logf("%d transmissions of the target; NAKLost %d", len(txs), l.ep[0].Stats().NAKLost)
+}
+
+// dropFirstNAKNaming returns a link drop rule that drops the first NAK naming target and sets
+// *dropped then.
+func dropFirstNAKNaming(target seqno.Seq, dropped *bool) func([]byte) bool {
+	return func(b []byte) bool {
+		if *dropped || !isNAK(b) {
+			return false
+		}
+		rs, err := packet.AppendLossList(nil, b[headerSize:])
+		if err != nil {
+			return false
+		}
+		for _, r := range rs {
+			if seqno.Offset(seqno.SeqFromWire(r.First), target) >= 0 && seqno.Offset(target, seqno.SeqFromWire(r.Last)) >= 0 {
+				*dropped = true
+				return true
+			}
+		}
+		return false
+	}
 }
