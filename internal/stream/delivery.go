@@ -86,6 +86,7 @@ type deliveryTracker struct {
 	late            []lateBatch   // recent batches of late-acknowledged packets (see onCumAck)
 	lateBytes       int64         // C.late: bytes acknowledged late so far (a repair's sample leaves them all out)
 	newestSent      time.Duration // the latest departure of a packet delivered so far
+	headMissing     bool          // an ACK that left after a NAK's frontier passed base named base missing (ackNames)
 	newestOnTime    time.Duration // … of one not acknowledged late
 	deliveredTime   time.Duration // C.delivered_time: when the highest known received advanced
 	peer            peerClock     // the receiver's clock at deliveredTime and repairTime (delivery_peer.go)
@@ -387,7 +388,7 @@ func (d *deliveryTracker) onCumAck(ack seqno.Seq, t, fallback time.Duration) {
 		d.head = (d.head + m) & (len(d.ring) - 1)
 		d.n -= m
 	}
-	d.base = ack
+	d.base, d.headMissing = ack, false
 	if seqno.Offset(d.sackFront, ack) > 0 {
 		d.sackFront = ack
 	}
@@ -424,6 +425,16 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 		d.ev.newlyLost += int64(p.size)
 		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
 		d.ev.lostTx = max(d.ev.lostTx, p.txInFlight)
+	}
+}
+
+// ackNames notes an ACK whose number is ack after onCumAck: if ack is the first unacknowledged
+// packet and a NAK's frontier had already passed it when this ACK arrived, the receiver sent the
+// ACK after that NAK (reports cross the return path in order), so after it held a packet sent
+// later than the head, and the head was still missing then (lostHeadDue).
+func (d *deliveryTracker) ackNames(ack seqno.Seq) {
+	if ack == d.base && d.n > 0 && seqno.Offset(d.base, d.sackFront) > 0 {
+		d.headMissing = true
 	}
 }
 

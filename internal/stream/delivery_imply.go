@@ -129,8 +129,9 @@ func (d *deliveryTracker) implyAt(k int) {
 //   - a retransmission in flight: the repair was lost too. A UDT4 receiver reports a gap once;
 //     without this the hole, and everything after it in both buffers, would wait for a timer or
 //     the periodic NAK, about four round trips.
-//   - an original transmission when a packet sent after it has been delivered: its NAK was lost
-//     (reports cross the same lossy path). The next NAK's frontier then covered it, and read as a
+//   - an original transmission when an ACK that the receiver sent after it held a later packet
+//     (one a NAK's frontier showed received) still names it missing: its NAK was lost (reports
+//     cross the same lossy path). The next NAK's frontier then covered it, and read as a
 //     selective acknowledgement it was taken as delivered; the ACK contradicts that (renege). Until this rule it
 //     waited for the receiver's periodic NAK or the tail-loss probe, a round trip or more after
 //     the ACKs had stopped moving, and that probe then held new data back until the peer answered
@@ -156,9 +157,17 @@ func (d *deliveryTracker) lostHeadDue(wait, heard time.Duration) (time.Duration,
 	}
 	switch {
 	case p.flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight:
-	case p.flags&(pktRetrans|pktLost|pktSkipped) == 0 && d.newestSent > p.sent:
+	case p.flags&(pktRetrans|pktLost|pktSkipped) == 0 && d.headMissing:
 		// In flight, implied, or delivered by the next NAK's frontier, which covered it when
-		// the NAK naming it was lost: the ACK contradicts that reading (renege).
+		// the NAK naming it was lost, and an ACK sent after that frontier arrived names it
+		// missing (ackNames): the ACK contradicts the reading (renege). Silence is no such
+		// evidence for an original: the receiver's timer ACK may trail its arrival by 1.25 ACK
+		// periods and more, and an ACK lost on the way is repeated only a round trip later, so
+		// a rule on time alone resent packets the receiver held (a review: on a 100 ms path,
+		// an ACK that left 17.6 ms after the arrival, and a lost ACK).
+		if d.newestSent <= p.sent {
+			return 0, false
+		}
 	default:
 		return 0, false
 	}

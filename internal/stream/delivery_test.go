@@ -687,8 +687,12 @@ func TestRenegeCountsOnce(t *testing.T) {
 	if d.delivered != 5000 || d.inflight != 0 {
 		t.Fatalf("after the NAK: delivered %d, in flight %d; want 5000, 0 (packets 0–3 and 5 read as delivered)", d.delivered, d.inflight)
 	}
+	if _, ok := d.lostHeadDue(20*ms, 41*ms); ok {
+		t.Fatal("lostHeadDue judges a head the NAK's reading delivered without an ACK naming it missing after that NAK")
+	}
+	d.ackNames(isn) // an ACK that left after the NAK still names packet 0 missing
 	if _, ok := d.lostHeadDue(20*ms, 41*ms); !ok {
-		t.Fatal("lostHeadDue does not judge a head the NAK's reading delivered")
+		t.Fatal("lostHeadDue does not judge a head the NAK's reading delivered and a later ACK names missing")
 	}
 	d.begin()
 	d.renege(isn, isn)

@@ -69,8 +69,9 @@
 //   - Lost reports (delivery_imply.go's lostHeadDue, RFC 8985's RACK rule): the first
 //     unacknowledged packet is queued again once the cumulative ACK still names it missing
 //     SRTT + 4·RTTVAR + SYN + the reordering window after it left, if it is a repair (UDT4
-//     reports a gap once) or an original sent before a packet since delivered (its NAK was
-//     lost, and the next NAK's frontier had read it as delivered: renege takes that back).
+//     reports a gap once) or an original that an ACK sent after a later NAK's frontier still
+//     names (its NAK was lost, and that frontier had read it as delivered: renege takes that
+//     back).
 //   - Reordering windows (reorder.go): a gap waits the receiver's reordering window before its
 //     NAK, and a NAKed packet sent less than minRTT + the sender's window ago waits that long
 //     before its resend (a UDT 4.11 receiver NAKs at once); both windows are 0 until reordering

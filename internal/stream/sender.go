@@ -317,6 +317,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 			e.traceACKReceived()
 		}
+		e.dlv.ackNames(ack)
 		e.peerAnswered()
 		e.checkLostRepair(t, t)
 		e.deliveryDone(t, now)
@@ -332,6 +333,7 @@ func (e *Endpoint) onACK(t time.Duration, now time.Time, b []byte) bool {
 			e.advanceAck(t, ack)
 		}
 	}
+	e.dlv.ackNames(ack)
 	e.peerAnswered()
 	e.checkLostRepair(t, t)
 	e.deliveryDone(t, now)
@@ -465,7 +467,7 @@ func (e *Endpoint) lostRepairDue(heard time.Duration) (time.Duration, bool) {
 		if heard <= rec.last {
 			return 0, false
 		}
-		due = max(due, rec.last+wait+time.Nanosecond)
+		due = max(due, rec.last+wait+time.Nanosecond) // a later resend is a repair: acknowledged at once
 	}
 	return due, ok
 }
