@@ -530,3 +530,46 @@ func TestMessageModeACKsPerPeriodNotPerPacket(t *testing.T) {
 	}
 	t.Logf("%d ACKs, %d light ACKs for %d packets in %v", st.ACKSent, st.LightACKSent, st.PktRecv, elapsed)
 }
+
+// Message mode: the path is dead both ways for the first 2 s, so every message written then
+// passes its TTL (30 ms) and retransmission timeouts fire; once the path is back (no loss at
+// all), the transfer must resume and the 100 messages without a TTL must arrive. (A review found
+// it stalled for good with BBR: the timer's probes were given-up numbers, which are not resent,
+// and the given-up message's stub, the one packet that lets the receiver apply the drop request,
+// was held back as new data while the sender awaited the peer: sendable lets it through now.)
+func TestMessagesResumeAfterBlackout(t *testing.T) {
+	for _, name := range []string{"bbr", "fixed"} {
+		t.Run(name, func(t *testing.T) {
+			var l *link
+			var start time.Time
+			black := func([]byte) bool { return l.now.Sub(start) < 2*time.Second }
+			l = newLink(1, linkRules{delay: time.Millisecond, rate: 2_500_000, drop: black},
+				linkRules{delay: time.Millisecond, drop: black})
+			start = l.now
+			if name == "bbr" {
+				newMsgPair(l, 0, 0, congestion.BBRFactory())
+			} else {
+				newMsgPair(l, 0, 0)
+			}
+			specs := randomSpecs(5, 400, 30, 2*time.Millisecond)
+			for i := range specs[:300] {
+				specs[i].ttl = 30 * time.Millisecond
+			}
+			a := newMsgApp(t, l, specs)
+			ok := l.run([2]*app{}, l.now.Add(2*time.Minute), func() bool {
+				for k := 300; k < len(specs); k++ {
+					if !a.got[k] {
+						return false
+					}
+				}
+				return l.ep[0].Flushed()
+			})
+			e, r := l.ep[0], l.ep[1]
+			if !ok {
+				t.Fatalf("stalled: %d of %d messages read; sender: first unacknowledged %v, next %v (a given-up message's stub: %v), in flight %d, loss list %d, awaiting the peer %v, timeouts %d; receiver: ACK %v, largest received %v, pending drop requests %v",
+					a.delivered, len(specs), e.sndLastAck(), e.snd.NextSeq(), e.snd.Stub(e.snd.NextSeq()), e.inFlight(), e.sloss.Len(), e.awaitingPeer, e.Stats().Timeouts,
+					r.rcv.AckSeq(), r.lrsn, r.msgs.pending)
+			}
+		})
+	}
+}

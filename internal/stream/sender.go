@@ -34,8 +34,14 @@ func (e *Endpoint) sendable() bool {
 	if e.sloss.Len() > 0 {
 		return true
 	}
-	if e.awaitingPeer {
-		return false // no new data into a path silent since a timer expiry (timers.go)
+	if e.awaitingPeer && !e.snd.Stub(e.snd.NextSeq()) {
+		// No new data into a path silent since a timer expiry (timers.go). A given-up message's
+		// stub is let through: it carries no data, and it is what lets the receiver apply the
+		// drop request that names the numbers before it (a receiver holds a drop request until a
+		// packet at or past its last number arrives), so that it can ACK again; when the probes
+		// the timer sends are themselves given-up numbers (expireMessages takes them off the
+		// loss list), nothing else would ever leave.
+		return false
 	}
 	if e.snd.Unsent() == 0 || e.snd.Recutting() { // new data waits for the re-cut (pmtud.go)
 		return false
