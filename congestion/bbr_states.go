@@ -337,10 +337,9 @@ func (b *BBR) checkTimeToGoDown(d Delivery, rate float64) bool {
 // 1.25 BDP a round into the phase) read from the delay, which UDT's cumulative ACK leaves
 // unbiased, where the flight it holds back behind a hole is not: in that form the exit cut probes
 // short on lossy paths (testbed 100 Mbit/s · 100 ms · 1 %, two A B pairs: 90.0 and 89.9 Mbit/s
-// against 91.0 and 90.8). The
-// draft's plateau alone keeps UP for three rounds without 25 % growth: 0.75 BDP of queue, which
-// overflowed a one-BDP buffer every cycle and drove a CUBIC flow sharing it down to 8–19 % of the
-// link (TestSimTwoFlows/cubic-*).
+// against 91.0 and 90.8). The draft's plateau alone keeps UP for three rounds without 25 %
+// growth: 0.75 BDP of queue, which overflowed a one-BDP buffer every cycle and drove a CUBIC flow
+// sharing it down to 8–19 % of the link (TestSimTwoFlows/cubic-*).
 func (b *BBR) probeQueued(d Delivery) bool {
 	if b.upRounds == 0 || d.RTT <= 0 || b.minRTT <= 0 || b.bw <= 0 {
 		return false

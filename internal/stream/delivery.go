@@ -429,11 +429,12 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 }
 
 // ackNames notes an ACK whose number is ack after onCumAck: if ack is the first unacknowledged
-// packet and a NAK's frontier had already passed it when this ACK arrived, the receiver sent the
-// ACK after that NAK (reports cross the return path in order), so after it held a packet sent
-// later than the head, and the head was still missing then (lostHeadDue).
+// packet and a NAK's frontier beyond it (sackFront is the frontier + 1) had already arrived when
+// this ACK did, the receiver sent the ACK after that NAK (reports cross the return path in
+// order), so after it held a packet sent later than the head, and the head was still missing
+// then (lostHeadDue). A frontier at the head itself showed the head received, not missing.
 func (d *deliveryTracker) ackNames(ack seqno.Seq) {
-	if ack == d.base && d.n > 0 && seqno.Offset(d.base, d.sackFront) > 0 {
+	if ack == d.base && d.n > 0 && seqno.Offset(d.base, d.sackFront) > 1 {
 		d.headMissing = true
 	}
 }

@@ -157,7 +157,7 @@ func (d *deliveryTracker) lostHeadDue(wait, heard time.Duration) (time.Duration,
 	}
 	switch {
 	case p.flags&(pktRetrans|pktInFlight) == pktRetrans|pktInFlight:
-	case p.flags&(pktRetrans|pktLost|pktSkipped) == 0 && d.headMissing:
+	case p.flags&(pktRetrans|pktLost|pktSkipped) == 0 && d.headMissing && d.newestSent > p.sent:
 		// In flight, implied, or delivered by the next NAK's frontier, which covered it when
 		// the NAK naming it was lost, and an ACK sent after that frontier arrived names it
 		// missing (ackNames): the ACK contradicts the reading (renege). Silence is no such
@@ -165,9 +165,6 @@ func (d *deliveryTracker) lostHeadDue(wait, heard time.Duration) (time.Duration,
 		// periods and more, and an ACK lost on the way is repeated only a round trip later, so
 		// a rule on time alone resent packets the receiver held (a review: on a 100 ms path,
 		// an ACK that left 17.6 ms after the arrival, and a lost ACK).
-		if d.newestSent <= p.sent {
-			return 0, false
-		}
 	default:
 		return 0, false
 	}

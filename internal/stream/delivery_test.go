@@ -759,3 +759,28 @@ func TestLostHeadDueFromTheLatestSend(t *testing.T) {
 		t.Errorf("renege took back a given-up number's delivery: flags %015b", f)
 	}
 }
+
+// Only a NAK frontier beyond the head makes a later ACK naming the head evidence of its loss
+// (ackNames): a frontier at the head itself showed it received.
+func TestAckNamesNeedsAFrontierBeyondTheHead(t *testing.T) {
+	const ms = time.Millisecond
+	isn := seqno.MaxSeq // the flight wraps
+	d := newDeliveryTracker(isn, 64)
+	for k := range 4 {
+		d.onSend(isn.Add(k), 1000, time.Duration(k)*ms, false)
+	}
+	d.begin()
+	d.onNAKFrontier(isn, func(seqno.Seq) bool { return false }, 10*ms) // the receiver holds the head
+	d.sample(10*ms, time.Time{}, 1000)
+	d.ackNames(isn)
+	if d.headMissing {
+		t.Fatal("a frontier at the head made an ACK naming it evidence of its loss")
+	}
+	d.begin()
+	d.onNAKFrontier(isn.Add(2), func(s seqno.Seq) bool { return s == isn.Add(1) }, 11*ms)
+	d.sample(11*ms, time.Time{}, 1000)
+	d.ackNames(isn)
+	if !d.headMissing {
+		t.Fatal("an ACK naming the head after a frontier beyond it is not noted")
+	}
+}

@@ -447,9 +447,10 @@ func (e *Endpoint) checkLostRepair(t, heard time.Duration) {
 	}
 }
 
-// lostRepairWait is how long a repair may go unacknowledged before checkLostRepair declares it
-// lost: a round trip and its variation (RFC 6298's SRTT + 4·RTTVAR), a UDT4 receiver's ACK period
-// (SYN) and the reordering window.
+// lostRepairWait is how long the first unacknowledged packet (a repair, or an original an ACK
+// names missing, lostHeadDue) may go unacknowledged before checkLostRepair declares it lost: a
+// round trip and its variation (RFC 6298's SRTT + 4·RTTVAR), a UDT4 receiver's ACK period (SYN)
+// and the reordering window.
 func (e *Endpoint) lostRepairWait() time.Duration {
 	srtt, rttVar := e.dlv.rtt(e.rtt.RTT())
 	return srtt + 4*rttVar + SYN + e.sndReorderWindow()
