@@ -129,6 +129,14 @@ type BBR struct {
 	extraAckedRound uint64
 	extraStart      time.Time
 	extraDelivered  float64
+
+	// RTT noise: the spread of the RTT samples in steady rounds (see rttNoise).
+	roundLowRTT  time.Duration // the smallest and largest RTT sample of the current loss round
+	roundHighRTT time.Duration // that no hole held back (Delivery.RTTHeld)
+	roundSamples int           // such samples in the current loss round
+	cruiseRounds int           // consecutive loss rounds that ended in CRUISE
+	rttSpread    [bbrRTTSpreadRounds]time.Duration
+	rttSpreadN   uint64 // spreads recorded
 }
 
 type bbrState uint8
@@ -178,6 +186,8 @@ const (
 	bbrProbeRTTInterval   = 5 * time.Second
 	bbrMinRTTFilterLen    = 10 * time.Second
 	bbrExtraAckedRounds   = 10 // the aggregation filter's window in rounds (§4.5.4)
+	bbrRTTSpreadRounds    = bbrExtraAckedRounds
+	bbrRTTSpreadSamples   = 4 // the receiver's ACKs per round on a short path (a quarter-RTT period)
 	bbrRenoRoundsMax      = 63
 	bbrProbeWaitBase      = 2 * time.Second
 	bbrProbeWaitRand      = time.Second

@@ -433,63 +433,105 @@ func TestBBRRepairSamplesOnlyRaise(t *testing.T) {
 }
 
 // UP ends once, a round in, an RTT sample shows a queue of its own excess (0.25·min RTT beyond
-// the ACK-aggregation allowance and 1 ms: probeQueued, Chromium's BBR2), and not within its first
-// round or on a smaller rise; without a queue it lasts until the draft's plateau (three rounds
-// without 25 % growth). ACKs come ten a round, as a UDT receiver's every quarter round trip or
-// so, so the aggregation allowance is about a tenth of a round.
+// the RTT noise and 1 ms: probeQueued, Chromium's BBR2), and not within its first round, on a
+// smaller rise, or on samples a hole held back (Delivery.RTTHeld); without a queue it lasts until
+// the draft's plateau (three rounds without 25 % growth). ACKs come ten a round, as a UDT
+// receiver's every quarter round trip or so, and while cruising their RTTs alternate between the
+// path's and 2 ms more (the noise). A repaired hole's cumulative ACK, which reports a round trip
+// of arrivals at once, raises the ACK-aggregation estimate but not the margin.
 func TestBBRProbeUpEndsOnQueue(t *testing.T) {
 	const pkt, perRound, acks = 1472, 100, 10
 	rtt := 20 * time.Millisecond
+	noise := 2 * time.Millisecond
 	queue := 30 * time.Millisecond // 0.5·min RTT of queue
+	margin := rtt + rtt/4 + noise + time.Millisecond
 	for _, tc := range []struct {
 		name     string
 		rtt      func(ack int) time.Duration // the RTT of UP's ack-th ACK (from 1)
+		held     bool                        // UP's samples waited behind a hole
+		repair   bool                        // a repaired hole's ACK came just before the probe
 		min, max int                         // when DOWN may start, in ACKs since UP began
 	}{
-		{"queued", func(int) time.Duration { return queue }, acks, 2 * acks},
+		{"queued", func(int) time.Duration { return queue }, false, false, acks, 2 * acks},
+		{"queued after a repair", func(int) time.Duration { return queue }, false, true, acks, 2 * acks},
 		{"queued in its first round only", func(a int) time.Duration {
 			if a < acks {
 				return queue
 			}
 			return rtt
-		}, 3 * acks, 5 * acks},
-		{"within the margins", func(int) time.Duration { return rtt + rtt/4 + time.Millisecond + rtt/acks/2 }, 3 * acks, 5 * acks},
-		{"no queue", func(int) time.Duration { return rtt }, 3 * acks, 5 * acks},
+		}, false, false, 3 * acks, 5 * acks},
+		{"within the margins", func(int) time.Duration { return margin - time.Millisecond/2 }, false, false, 3 * acks, 5 * acks},
+		{"held", func(int) time.Duration { return queue }, true, false, 3 * acks, 5 * acks},
+		{"no queue", func(int) time.Duration { return rtt }, false, false, 3 * acks, 5 * acks},
 	} {
 		b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
 		b.Init(t0, Params{MSS: 1500})
-		now, total := t0, int64(0)
-		ack := func(sample time.Duration) {
+		now, total, n := t0, int64(0), 0
+		ack := func(sample time.Duration, held bool, d int64) {
 			now = now.Add(rtt / acks)
-			d := int64(perRound / acks * pkt)
 			total += d
-			b.OnDelivery(now, Delivery{RTT: sample, PriorDelivered: max(total-perRound*pkt, 0), NewlyDelivered: d,
+			b.OnDelivery(now, Delivery{RTT: sample, RTTHeld: held, PriorDelivered: max(total-perRound*pkt, 0), NewlyDelivered: d,
 				NewlyAcked: d, TotalDelivered: total, InFlight: perRound * pkt, TxInFlight: perRound * pkt,
 				CwndLimited: true, PacketSize: pkt, Delivered: perRound * pkt, Interval: rtt})
 		}
+		steady := func() {
+			n++
+			ack(rtt+time.Duration(n%2)*noise, false, perRound/acks*pkt)
+		}
 		for range 30 * acks { // through Startup and Drain into ProbeBW
-			ack(rtt)
+			steady()
 		}
 		if !b.state.probeBW() {
 			t.Fatalf("%s: state %v after 30 rounds, want ProbeBW", tc.name, b.state)
 		}
-		if b.extraAckedMax() > 2*perRound/acks*pkt {
-			t.Fatalf("%s: aggregation allowance %.0f bytes, want about a tenth of a round", tc.name, b.extraAckedMax())
+		if got, ok := b.rttNoise(); !ok || got != noise {
+			t.Fatalf("%s: RTT noise %v (measured %v), want %v", tc.name, got, ok, noise)
+		}
+		if tc.repair {
+			ack(rtt, false, perRound*pkt) // a round trip of arrivals at once
+			if b.extraAckedMax() < perRound/2*pkt {
+				t.Fatalf("%s: aggregation estimate %.0f bytes after the repair, want about a round", tc.name, b.extraAckedMax())
+			}
 		}
 		b.startProbeBWRefill()
 		for i := 0; i < 3*acks && b.state != bbrProbeBWUp; i++ {
-			ack(rtt) // REFILL's round
+			steady() // REFILL's round
 		}
 		if b.state != bbrProbeBWUp {
 			t.Fatalf("%s: state %v after REFILL's round, want ProbeBW_UP", tc.name, b.state)
 		}
-		n := 0
-		for b.state == bbrProbeBWUp && n < 10*acks {
-			n++
-			ack(tc.rtt(n))
+		up := 0
+		for b.state == bbrProbeBWUp && up < 10*acks {
+			up++
+			ack(tc.rtt(up), tc.held, perRound/acks*pkt)
 		}
-		if n < tc.min || n > tc.max {
-			t.Errorf("%s: UP ended at its ACK %d (state %v), want within %d–%d", tc.name, n, b.state, tc.min, tc.max)
+		if up < tc.min || up > tc.max {
+			t.Errorf("%s: UP ended at its ACK %d (state %v), want within %d–%d", tc.name, up, b.state, tc.min, tc.max)
+		}
+	}
+}
+
+// Before a steady round has measured the RTT noise, UP's margin is the ACK-aggregation allowance
+// (extra_acked at the model's bandwidth), as it was before the noise was measured at all: a
+// path whose receiver holds its ACKs for a fifth of a round trip does not end UP on a sample
+// that held ACK delayed.
+func TestBBRProbeUpMarginBeforeTheNoise(t *testing.T) {
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	b.minRTT, b.bw, b.upRounds = 20*time.Millisecond, 1e6, 1
+	b.extraAcked[0] = 4000 // 4 ms at 1 MB/s
+	if _, ok := b.rttNoise(); ok {
+		t.Fatal("RTT noise measured on a new controller")
+	}
+	for _, tc := range []struct {
+		rtt  time.Duration
+		want bool
+	}{
+		{29500 * time.Microsecond, false}, // 20 + 5 + 4 + 1 = 30 ms
+		{30500 * time.Microsecond, true},
+	} {
+		if got := b.probeQueued(Delivery{RTT: tc.rtt}); got != tc.want {
+			t.Errorf("RTT %v: probeQueued %v, want %v", tc.rtt, got, tc.want)
 		}
 	}
 }

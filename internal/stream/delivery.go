@@ -140,6 +140,7 @@ type deliveryEvent struct {
 	hasRTT         bool          // rttSent is set
 	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
 	rttSeq         int           // its offset, to pick the newest
+	rttHeld        bool          // it was implied received before, or acknowledged late: its RTT includes a hole's hold
 }
 
 func newDeliveryTracker(isn seqno.Seq, limit int) *deliveryTracker {
@@ -305,7 +306,8 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	if p.flags&pktLate == 0 {
 		d.newestOnTime = max(d.newestOnTime, p.sent)
 	}
-	if p.flags&pktAcked == 0 {
+	heard := p.flags&pktAcked != 0 // implied received before: its report was held back
+	if !heard {
 		p.flags |= pktAcked
 		ev.newlyAcked += int64(p.size)
 	}
@@ -314,7 +316,7 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 		ev.onTime.add(p.sent)
 	}
 	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
-		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
+		ev.hasRTT, ev.rttSent, ev.rttSeq, ev.rttHeld = true, p.sent, k, heard || p.flags&pktLate != 0
 	}
 	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet —
 	// here the most recently sent one of the best class there is (deliveryRank): an original
@@ -524,9 +526,12 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 	}
 	d.cwndLimited = false
 	if ev.hasRTT {
-		s.RTT = t - ev.rttSent
-		d.recentRTT = s.RTT
-		d.smoothRTT(s.RTT)
+		// The tracker's own estimate keeps held samples: the imply rule must follow a growing
+		// round trip, and a packet it implied too soon would otherwise give the last sample.
+		rtt := t - ev.rttSent
+		d.recentRTT = rtt
+		d.smoothRTT(rtt)
+		s.RTT, s.RTTHeld = rtt, ev.rttHeld
 	}
 	if ev.newlyLost > 0 {
 		s.LostSentLast = start.Add(ev.lostSentLast)

@@ -784,3 +784,60 @@ func TestAckNamesNeedsAFrontierBeyondTheHead(t *testing.T) {
 		t.Fatal("an ACK naming the head after a frontier beyond it is not noted")
 	}
 }
+
+// An RTT sample is marked held (congestion.Delivery.RTTHeld) when its packet waited behind a hole:
+// acknowledged later than SRTT + SYN after it left, or implied received before its ACK came. A
+// packet acknowledged on time, the repair's own event aside, gives a plain sample.
+func TestDeliveryRTTHeldBehindAHole(t *testing.T) {
+	isn := seqno.Seq(1<<31 - 2) // the 31-bit wrap falls inside the flight
+	ms := time.Millisecond
+	d := newDeliveryTracker(isn, 64)
+	for k := 0; k < 4; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
+	}
+	d.begin()
+	d.onCumAck(isn.Add(2), 21*ms, 20*ms) // 0 and 1 on time
+	s, _ := d.sample(21*ms, time.Time{}, 100)
+	if s.RTT != 20*ms || s.RTTHeld {
+		t.Fatalf("on-time ACK: RTT %v held %v, want 20ms, not held", s.RTT, s.RTTHeld)
+	}
+	// 2 is lost; 3 arrives, and the receiver's NAK names 2 with 3 as its frontier: 3's sample
+	// is the NAK's, on time.
+	d.begin()
+	d.onLost(isn.Add(2), isn.Add(2))
+	d.onNAKFrontier(isn.Add(3), func(q seqno.Seq) bool { return q == isn.Add(2) }, 23*ms)
+	if s, _ = d.sample(23*ms, time.Time{}, 100); s.RTT != 20*ms || s.RTTHeld {
+		t.Fatalf("NAK frontier: RTT %v held %v, want 20ms, not held", s.RTT, s.RTTHeld)
+	}
+	// 4–9 follow; 2's repair leaves at 24 ms and is lost too, so the hole stays open and the
+	// cumulative ACK covering 4–9 comes only with the second repair, 70 ms after 9 left.
+	for k := 4; k < 10; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
+	}
+	d.onSend(isn.Add(2), 100, 24*ms, true)
+	d.begin()
+	d.onCumAck(isn.Add(10), 79*ms, 20*ms)
+	s, _ = d.sample(79*ms, time.Time{}, 100)
+	if s.RTT != 70*ms || !s.RTTHeld {
+		t.Fatalf("ACK after the repair: RTT %v held %v, want 70ms, held", s.RTT, s.RTTHeld)
+	}
+	// On a steadier path (SRTT 20 ms, RTTVAR 0.5 ms) silence implies a packet 22 ms after it
+	// left, sooner than it counts as late (SRTT + SYN): an ACK reporting it later, on time by that
+	// measure, still gives a held sample.
+	d = newDeliveryTracker(isn, 64)
+	d.srtt, d.rttVar, d.recentRTT = 20*ms, ms/2, 20*ms
+	for k := 0; k < 10; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
+	}
+	d.begin()
+	d.imply(31*ms, 20*ms) // 0–8 have a later packet sent 22 ms before
+	if d.inflightPkts != 1 {
+		t.Fatalf("after imply: %d packets in flight, want 1", d.inflightPkts)
+	}
+	d.begin()
+	d.onCumAck(isn.Add(9), 33*ms, 20*ms) // 8 left 25 ms ago
+	s, _ = d.sample(33*ms, time.Time{}, 100)
+	if s.RTT != 25*ms || !s.RTTHeld {
+		t.Fatalf("ACK of implied packets: RTT %v held %v, want 25ms, held", s.RTT, s.RTTHeld)
+	}
+}
