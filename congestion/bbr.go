@@ -135,8 +135,11 @@ type BBR struct {
 	roundHighRTT time.Duration // that no hole held back (Delivery.RTTHeld)
 	roundSamples int           // such samples in the current loss round
 	cruiseRounds int           // consecutive loss rounds that ended in CRUISE
-	rttSpread    [bbrRTTSpreadRounds]time.Duration
-	rttSpreadN   uint64 // spreads recorded
+	rttSpread    [bbrRTTSpreadRounds]struct {
+		round  uint64 // roundCount when recorded
+		spread time.Duration
+	}
+	rttSpreadN uint64 // spreads recorded
 }
 
 type bbrState uint8
@@ -185,9 +188,9 @@ const (
 	bbrProbeRTTDuration   = 200 * time.Millisecond
 	bbrProbeRTTInterval   = 5 * time.Second
 	bbrMinRTTFilterLen    = 10 * time.Second
-	bbrExtraAckedRounds   = 10 // the aggregation filter's window in rounds (§4.5.4)
-	bbrRTTSpreadRounds    = bbrExtraAckedRounds
-	bbrRTTSpreadSamples   = 4 // the receiver's ACKs per round on a short path (a quarter-RTT period)
+	bbrExtraAckedRounds   = 10                  // the aggregation filter's window in rounds (§4.5.4)
+	bbrRTTSpreadRounds    = bbrExtraAckedRounds // rttNoise's window in rounds, as the aggregation filter's
+	bbrRTTSpreadSamples   = 4                   // the receiver's ACKs per round on a short path (a quarter-RTT period)
 	bbrRenoRoundsMax      = 63
 	bbrProbeWaitBase      = 2 * time.Second
 	bbrProbeWaitRand      = time.Second

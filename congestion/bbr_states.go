@@ -339,8 +339,8 @@ func (b *BBR) checkTimeToGoDown(d Delivery, rate float64) bool {
 // 0.25·min RTT above the minimum (pacing at 1.25 for a round queues 0.25 BDP, 0.25·min RTT of
 // delay, once the link is full), beyond the samples' own noise (rttNoise; until a steady round
 // has measured it, the ACK-aggregation allowance, extra_acked at the model's bandwidth, draft
-// §4.5.4) and 1 ms of timer granularity, the margins that tell BBR's quiet rounds
-// (updateCongestionSignals). A sample a hole held back (Delivery.RTTHeld) is no evidence. It is
+// §4.5.4) and 1 ms of timer granularity. A sample a hole held back (Delivery.RTTHeld) is no
+// evidence. It is
 // Chromium's BBR2 exit from PROBE_UP (Bbr2ProbeBwMode::UpdateProbeUp: bytes in flight of at least
 // 1.25 BDP a round into the phase) read from the delay, which UDT's cumulative ACK leaves
 // unbiased, where the flight it holds back behind a hole is not: in that form the exit cut probes
@@ -467,33 +467,35 @@ func (b *BBR) noteRTTSpread() {
 		b.cruiseRounds = 0
 	}
 	if b.cruiseRounds >= 3 && b.roundSamples >= bbrRTTSpreadSamples {
-		b.rttSpread[b.rttSpreadN%bbrRTTSpreadRounds] = b.roundHighRTT - b.roundLowRTT
+		e := &b.rttSpread[b.rttSpreadN%bbrRTTSpreadRounds]
+		e.round, e.spread = b.roundCount, b.roundHighRTT-b.roundLowRTT
 		b.rttSpreadN++
 	}
 	b.roundMinRTT, b.roundLowRTT, b.roundHighRTT, b.roundSamples = 0, 0, 0, 0
 }
 
 // rttNoise is how far above the path's delay an RTT sample reads without a queue changing, and
-// whether it has been measured: the least spread of the samples of the last bbrRTTSpreadRounds
-// steady rounds. Within a steady round the queue is constant, so its samples differ only by what
-// the measurement adds: the receiver's ACK timer (it holds data up to an ACK period, 10 ms, when
-// the sender pauses), ACKs or data released in batches (an aggregating link, a coarse-timer
-// relay), jitter. Samples a hole held back past SRTT + SYN are left out (Delivery.RTTHeld); a
-// shorter hold, or a queue other flows move, still widens a round, so the least of the rounds is
-// the estimate. The window is the draft's for the ACK-aggregation filter (§4.5.4), which measures
-// the same batching as a volume of data and served as this margin before: but extra_acked also
-// grows with every repaired hole, since UDT's cumulative ACK then reports a round trip of
-// arrivals at once, so as a delay (extra_acked / bw) it read 0.4–1.4 round trips on a path losing
-// 1 % (simulation, 100 Mbit/s · 100 ms) and 6–8 ms on a 3.2 ms one at 10 Mbit/s, where a
-// 4-BDP queue (8 ms) overflowed before UP could see it.
+// whether it has been measured: the largest spread of the samples within one steady round, over
+// the steady rounds of the last bbrRTTSpreadRounds rounds (the draft's window for the
+// ACK-aggregation filter, §4.5.4). Within a steady round the queue is constant, so its samples
+// differ only by what the measurement adds: the receiver's ACK timer (it holds data up to 1.25
+// ACK periods, min(SYN, max(RTT/4, 1 ms)), when the sender pauses), ACKs or data released in
+// batches (an aggregating link, a coarse-timer relay), jitter, a host's scheduling delays.
+// Samples a hole held back are left out (Delivery.RTTHeld). The largest spread, not a typical
+// one, is the margin, so that a probe ends on a queue and not on noise the path has already
+// shown; a round of a few samples under-reads its noise, and the window's other rounds make up
+// for it. extra_acked, the same batching measured as a volume of data, was this margin before:
+// but it also grows with every repaired hole, since UDT's cumulative ACK then reports a round
+// trip of arrivals at once, so as a delay (extra_acked / bw) it read 0.4–1.4 round trips on a
+// path losing 1 % (simulation, 100 Mbit/s · 100 ms) and 6–8 ms on a 3.2 ms one at 10 Mbit/s,
+// where a 4-BDP queue (8 ms) overflowed before UP could see it.
 func (b *BBR) rttNoise() (time.Duration, bool) {
-	n := min(b.rttSpreadN, bbrRTTSpreadRounds)
-	if n == 0 {
-		return 0, false
+	var m time.Duration
+	ok := false
+	for i := range min(b.rttSpreadN, bbrRTTSpreadRounds) {
+		if e := b.rttSpread[i]; b.roundCount-e.round < bbrRTTSpreadRounds {
+			m, ok = max(m, e.spread), true
+		}
 	}
-	m := b.rttSpread[0]
-	for _, v := range b.rttSpread[1:n] {
-		m = min(m, v)
-	}
-	return m, true
+	return m, ok
 }

@@ -437,8 +437,9 @@ func TestBBRRepairSamplesOnlyRaise(t *testing.T) {
 // smaller rise, or on samples a hole held back (Delivery.RTTHeld); without a queue it lasts until
 // the draft's plateau (three rounds without 25 % growth). ACKs come ten a round, as a UDT
 // receiver's every quarter round trip or so, and while cruising their RTTs alternate between the
-// path's and 2 ms more (the noise). A repaired hole's cumulative ACK, which reports a round trip
-// of arrivals at once, raises the ACK-aggregation estimate but not the margin.
+// path's and 1 or 2 ms more, by round (the noise is the larger). A repaired hole's cumulative
+// ACK, which reports a round trip of arrivals at once, raises the ACK-aggregation estimate but
+// not the margin.
 func TestBBRProbeUpEndsOnQueue(t *testing.T) {
 	const pkt, perRound, acks = 1472, 100, 10
 	rtt := 20 * time.Millisecond
@@ -476,7 +477,11 @@ func TestBBRProbeUpEndsOnQueue(t *testing.T) {
 		}
 		steady := func() {
 			n++
-			ack(rtt+time.Duration(n%2)*noise, false, perRound/acks*pkt)
+			extra := noise
+			if n/acks%2 == 1 {
+				extra = noise / 2 // a quieter round
+			}
+			ack(rtt+time.Duration(n%2)*extra, false, perRound/acks*pkt)
 		}
 		for range 30 * acks { // through Startup and Drain into ProbeBW
 			steady()
@@ -533,5 +538,55 @@ func TestBBRProbeUpMarginBeforeTheNoise(t *testing.T) {
 		if got := b.probeQueued(Delivery{RTT: tc.rtt}); got != tc.want {
 			t.Errorf("RTT %v: probeQueued %v, want %v", tc.rtt, got, tc.want)
 		}
+	}
+}
+
+// rttNoise is the largest spread of the unheld RTT samples of one steady round over the steady
+// rounds of the last 10 rounds: a round counts from the third consecutive CRUISE round on (its
+// samples' packets then all left while cruising) and with at least four samples; a held sample is
+// left out; a spread older than 10 rounds is forgotten.
+func TestBBRRTTNoise(t *testing.T) {
+	ms := time.Millisecond
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 1)))
+	b.Init(t0, Params{MSS: 1500})
+	b.state = bbrProbeBWCruise
+	round := func(held bool, rtts ...time.Duration) {
+		b.roundCount++
+		for i, r := range rtts {
+			b.lossRoundStart = false
+			b.updateCongestionSignals(t0, Delivery{RTT: r, RTTHeld: held && i == 0}, 0)
+		}
+		b.lossRoundStart = true
+		b.updateCongestionSignals(t0, Delivery{}, 0)
+	}
+	round(false, 20*ms, 20*ms, 20*ms, 29*ms) // the first CRUISE round: not counted
+	round(false, 20*ms, 20*ms, 20*ms, 29*ms) // the second: not counted
+	if got, ok := b.rttNoise(); ok {
+		t.Fatalf("noise %v measured before the third CRUISE round", got)
+	}
+	round(false, 20*ms, 29*ms, 21*ms)              // three samples: not counted
+	round(true, 90*ms, 20*ms, 24*ms, 21*ms, 22*ms) // the held 90 ms left out: 4 ms
+	if got, ok := b.rttNoise(); !ok || got != 4*ms {
+		t.Fatalf("noise %v (measured %v), want 4ms", got, ok)
+	}
+	round(false, 20*ms, 25*ms, 21*ms, 22*ms) // 5 ms (round 5)
+	round(false, 30*ms, 31*ms, 32*ms, 33*ms) // 3 ms (round 6; not 13: each round's own spread)
+	if got, _ := b.rttNoise(); got != 5*ms {
+		t.Fatalf("noise %v, want the largest spread, 5ms", got)
+	}
+	b.state = bbrProbeBWUp
+	for range 8 {
+		round(false, 20*ms, 40*ms, 20*ms, 20*ms) // probing rounds: not counted
+	}
+	if got, _ := b.rttNoise(); got != 5*ms {
+		t.Fatalf("noise %v 9 rounds after the 5 ms round, want 5ms", got)
+	}
+	round(false, 20*ms, 40*ms, 20*ms, 20*ms)
+	if got, _ := b.rttNoise(); got != 3*ms {
+		t.Fatalf("noise %v 10 rounds after the 5 ms round, want the 3 ms round's", got)
+	}
+	round(false, 20*ms, 40*ms, 20*ms, 20*ms)
+	if got, ok := b.rttNoise(); ok {
+		t.Fatalf("noise %v 10 rounds after the last steady round, want none", got)
 	}
 }

@@ -67,12 +67,14 @@ type Delivery struct {
 	// RTT is the round-trip time of the newest packet this event delivered that was never
 	// retransmitted (Karn's rule): from its departure to this event. 0 if there is none.
 	RTT time.Duration
-	// RTTHeld reports that RTT's packet had been implied received before (NewlyAcked) or is
-	// acknowledged later than SRTT + SYN after its departure: it arrived while a hole held the
-	// receiver's reports back, and its report came with the hole's repair, up to a round trip
-	// later. Such an RTT is an upper bound of the path's (it may still lower a min-RTT filter),
-	// but no measure of its queue: a delay signal should skip it, as Linux TCP times a segment
-	// at its SACK and never again at the cumulative ACK that covers it later.
+	// RTTHeld reports that RTT's packet reached the receiver before another packet whose
+	// arrival was reported first: one sent later and reported by an earlier ACK or NAK, or a
+	// retransmission sent later that this event acknowledges too. On a FIFO path the report of
+	// RTT's packet then waited for the other's (behind a hole: UDT's ACK is cumulative), so RTT
+	// includes that wait, up to a round trip. Such an RTT is an upper bound of the path's (it may
+	// still lower a min-RTT filter) but no measure of its queue: a delay signal should skip it,
+	// as Linux TCP times a segment at its SACK and never again at the cumulative ACK that covers
+	// it later.
 	RTTHeld bool
 
 	// PriorDelivered is TotalDelivered when the sample's reference packet was sent: a packet-timed

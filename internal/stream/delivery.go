@@ -140,7 +140,9 @@ type deliveryEvent struct {
 	hasRTT         bool          // rttSent is set
 	rttSent        time.Duration // send time of the newest never-retransmitted newly delivered packet
 	rttSeq         int           // its offset, to pick the newest
-	rttHeld        bool          // it was implied received before, or acknowledged late: its RTT includes a hole's hold
+	rttHeld        bool          // its report waited for another's (see sample)
+	priorNewest    time.Duration // newestSent when the event began
+	repairSent     time.Duration // the latest departure of a retransmission the event delivered
 }
 
 func newDeliveryTracker(isn seqno.Seq, limit int) *deliveryTracker {
@@ -283,7 +285,7 @@ func (d *deliveryTracker) spurious(seq seqno.Seq) {
 
 // begin starts accumulating an ACK or NAK event.
 func (d *deliveryTracker) begin() {
-	d.ev = deliveryEvent{priorInFlight: d.inflight}
+	d.ev = deliveryEvent{priorInFlight: d.inflight, priorNewest: d.newestSent}
 }
 
 // deliver marks the record at offset k delivered at t.
@@ -306,8 +308,7 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	if p.flags&pktLate == 0 {
 		d.newestOnTime = max(d.newestOnTime, p.sent)
 	}
-	heard := p.flags&pktAcked != 0 // implied received before: its report was held back
-	if !heard {
+	if p.flags&pktAcked == 0 {
 		p.flags |= pktAcked
 		ev.newlyAcked += int64(p.size)
 	}
@@ -315,8 +316,13 @@ func (d *deliveryTracker) deliver(k int, p *pktRecord, t time.Duration) {
 	if p.flags&pktLate == 0 {
 		ev.onTime.add(p.sent)
 	}
-	if p.flags&pktRetrans == 0 && (!ev.hasRTT || k > ev.rttSeq) {
-		ev.hasRTT, ev.rttSent, ev.rttSeq, ev.rttHeld = true, p.sent, k, heard || p.flags&pktLate != 0
+	if p.flags&pktRetrans != 0 {
+		ev.repairSent = max(ev.repairSent, p.sent)
+	} else if !ev.hasRTT || k > ev.rttSeq {
+		// Packets are delivered in sequence order within an event, so every repair counted in
+		// repairSent lies below this one.
+		ev.hasRTT, ev.rttSent, ev.rttSeq = true, p.sent, k
+		ev.rttHeld = p.sent < ev.priorNewest || p.sent < ev.repairSent
 	}
 	// The draft's UpdateRateSample (§3.3): the sample follows the most recently sent packet —
 	// here the most recently sent one of the best class there is (deliveryRank): an original
@@ -526,8 +532,10 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 	}
 	d.cwndLimited = false
 	if ev.hasRTT {
-		// The tracker's own estimate keeps held samples: the imply rule must follow a growing
-		// round trip, and a packet it implied too soon would otherwise give the last sample.
+		// A held sample's packet reached the receiver before another whose arrival was reported
+		// before it (a packet sent later, reported by an earlier ACK or NAK, or a repair this
+		// event delivered, sent later): on a FIFO path its report waited for the other's, behind a
+		// hole, so its RTT includes that wait. The tracker's own estimate keeps it, as before.
 		rtt := t - ev.rttSent
 		d.recentRTT = rtt
 		d.smoothRTT(rtt)

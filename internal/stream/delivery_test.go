@@ -785,9 +785,11 @@ func TestAckNamesNeedsAFrontierBeyondTheHead(t *testing.T) {
 	}
 }
 
-// An RTT sample is marked held (congestion.Delivery.RTTHeld) when its packet waited behind a hole:
-// acknowledged later than SRTT + SYN after it left, or implied received before its ACK came. A
-// packet acknowledged on time, the repair's own event aside, gives a plain sample.
+// An RTT sample is marked held (congestion.Delivery.RTTHeld) when its packet reached the receiver
+// before another whose arrival was reported first: a packet sent later and reported by an earlier
+// ACK or NAK, or a repair this ACK delivers that left later (its report waited for the repair).
+// A packet that left after the repair, reported by the same ACK, gives a plain sample, as do
+// on-time ACKs and a NAK's frontier.
 func TestDeliveryRTTHeldBehindAHole(t *testing.T) {
 	isn := seqno.Seq(1<<31 - 2) // the 31-bit wrap falls inside the flight
 	ms := time.Millisecond
@@ -801,43 +803,102 @@ func TestDeliveryRTTHeldBehindAHole(t *testing.T) {
 	if s.RTT != 20*ms || s.RTTHeld {
 		t.Fatalf("on-time ACK: RTT %v held %v, want 20ms, not held", s.RTT, s.RTTHeld)
 	}
-	// 2 is lost; 3 arrives, and the receiver's NAK names 2 with 3 as its frontier: 3's sample
-	// is the NAK's, on time.
+	// 2 is lost; 3 arrives, and the receiver's NAK names 2 with 3 as its frontier.
 	d.begin()
 	d.onLost(isn.Add(2), isn.Add(2))
 	d.onNAKFrontier(isn.Add(3), func(q seqno.Seq) bool { return q == isn.Add(2) }, 23*ms)
 	if s, _ = d.sample(23*ms, time.Time{}, 100); s.RTT != 20*ms || s.RTTHeld {
 		t.Fatalf("NAK frontier: RTT %v held %v, want 20ms, not held", s.RTT, s.RTTHeld)
 	}
-	// 4–9 follow; 2's repair leaves at 24 ms and is lost too, so the hole stays open and the
-	// cumulative ACK covering 4–9 comes only with the second repair, 70 ms after 9 left.
+	// 4–9 follow; 2's repair leaves at 24 ms and is lost too, so the cumulative ACK covering
+	// 4–9 comes only with the second repair (left at 50 ms), 70 ms after 9 left.
 	for k := 4; k < 10; k++ {
 		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
 	}
 	d.onSend(isn.Add(2), 100, 24*ms, true)
+	d.onSend(isn.Add(2), 100, 50*ms, true)
 	d.begin()
 	d.onCumAck(isn.Add(10), 79*ms, 20*ms)
 	s, _ = d.sample(79*ms, time.Time{}, 100)
 	if s.RTT != 70*ms || !s.RTTHeld {
 		t.Fatalf("ACK after the repair: RTT %v held %v, want 70ms, held", s.RTT, s.RTTHeld)
 	}
-	// On a steadier path (SRTT 20 ms, RTTVAR 0.5 ms) silence implies a packet 22 ms after it
-	// left, sooner than it counts as late (SRTT + SYN): an ACK reporting it later, on time by that
-	// measure, still gives a held sample.
-	d = newDeliveryTracker(isn, 64)
-	d.srtt, d.rttVar, d.recentRTT = 20*ms, ms/2, 20*ms
-	for k := 0; k < 10; k++ {
-		d.onSend(isn.Add(k), 100, time.Duration(k)*ms, false)
+	// 10–14 leave; 10 is lost and repaired at 105 ms; 11–13 left before the repair, 14 after
+	// it: the repair's ACK gives 14's sample, not held.
+	for k := 10; k < 14; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(90+k)*ms, false)
+	}
+	d.onSend(isn.Add(10), 100, 105*ms, true)
+	d.onSend(isn.Add(14), 100, 106*ms, false)
+	d.begin()
+	d.onCumAck(isn.Add(15), 127*ms, 20*ms)
+	if s, _ = d.sample(127*ms, time.Time{}, 100); s.RTT != 21*ms || s.RTTHeld {
+		t.Fatalf("repair ACK with a packet sent after the repair: RTT %v held %v, want 21ms, not held", s.RTT, s.RTTHeld)
+	}
+	// 16 is named missing, 17 is the NAK's frontier; 16 then turns up (reordered, before its
+	// resend) and the ACK that covers it has it as its newest newly delivered packet, which left
+	// before 17, reported already: held, with no repair in the event.
+	for k := 15; k < 18; k++ {
+		d.onSend(isn.Add(k), 100, time.Duration(100+k)*ms, false)
 	}
 	d.begin()
-	d.imply(31*ms, 20*ms) // 0–8 have a later packet sent 22 ms before
-	if d.inflightPkts != 1 {
-		t.Fatalf("after imply: %d packets in flight, want 1", d.inflightPkts)
-	}
+	d.onLost(isn.Add(16), isn.Add(16))
+	d.onNAKFrontier(isn.Add(17), func(q seqno.Seq) bool { return q == isn.Add(16) }, 138*ms)
+	d.sample(138*ms, time.Time{}, 100)
 	d.begin()
-	d.onCumAck(isn.Add(9), 33*ms, 20*ms) // 8 left 25 ms ago
-	s, _ = d.sample(33*ms, time.Time{}, 100)
-	if s.RTT != 25*ms || !s.RTTHeld {
-		t.Fatalf("ACK of implied packets: RTT %v held %v, want 25ms, held", s.RTT, s.RTTHeld)
+	d.onCumAck(isn.Add(18), 140*ms, 20*ms)
+	if s, _ = d.sample(140*ms, time.Time{}, 100); s.RTT != 24*ms || !s.RTTHeld {
+		t.Fatalf("ACK of a packet reported after a later one: RTT %v held %v, want 24ms, held", s.RTT, s.RTTHeld)
+	}
+}
+
+// No loss, no hole: the queue grows at 0.25 s/s (UP at gain 1.25 on a full link) on a 100 ms path
+// whose receiver ACKs every SYN (12 Mbit/s: light ACKs every 64 packets come only every 64 ms),
+// and the tracker's SRTT falls behind the rising samples. None may be marked held, or BBR's UP
+// never sees the queue it builds (a review found the first rule, SRTT + SYN, marking 12 of 19).
+func TestDeliveryRampIsNotHeld(t *testing.T) {
+	ms := time.Millisecond
+	owd, gap, t0 := 50*ms, ms, 3000*ms
+	q := func(s time.Duration) time.Duration {
+		if s < t0 {
+			return 0
+		}
+		return (s - t0) / 4
+	}
+	isn := seqno.Seq(1)
+	d := newDeliveryTracker(isn, 1<<16)
+	sent, nextAck := 0, 10*ms
+	held, plain := 0, 0
+	for now := time.Duration(0); now < t0+300*ms; now += 100 * time.Microsecond {
+		for time.Duration(sent)*gap <= now {
+			d.onSend(isn.Add(sent), 1456, time.Duration(sent)*gap, false)
+			sent++
+		}
+		if now == nextAck+owd {
+			k := 0
+			for k < sent && time.Duration(k)*gap+owd+q(time.Duration(k)*gap) <= nextAck {
+				k++
+			}
+			d.begin()
+			d.onCumAck(isn.Add(k), now, 100*ms)
+			d.imply(now, 100*ms)
+			s, ok := d.sample(now, time.Time{}, 1456)
+			if ok && s.RTT > 0 && now > t0+40*ms {
+				if s.RTTHeld {
+					held++
+				} else {
+					plain++
+				}
+			}
+			nextAck += 10 * ms
+		}
+		if now%gap == 0 {
+			d.begin()
+			d.imply(now, 100*ms)
+			d.sample(now, time.Time{}, 1456)
+		}
+	}
+	if held > 0 || plain < 10 {
+		t.Errorf("no hole, no loss: %d of %d ramp samples marked RTTHeld, want none of at least 10", held, held+plain)
 	}
 }
