@@ -72,9 +72,11 @@ const (
 	// EventsLost: the tracer fell behind and Packets events were dropped before this one.
 	EventsLost
 	// DeliveryRate (sender, delivery-based controllers such as BBR): a delivery-rate sample
-	// (congestion.Delivery): Bytes delivered over Interval, Detail "app-limited" when the
-	// sender was, "repair" when the sample's reference packet was a retransmission (either way
-	// the sample may understate the path); RTT: the sample's RTT (0: none).
+	// (congestion.Delivery): Bytes delivered over Interval; RTT: the sample's RTT (0: none);
+	// Detail: comma-separated flags, "app-limited" when the sender was, "repair" when the
+	// sample's reference packet was a retransmission (either way the sample may understate the
+	// path), "rtt-held" when the RTT's packet waited behind a hole for its report
+	// (congestion.Delivery.RTTHeld: an upper bound of the path's RTT, no measure of its queue).
 	DeliveryRate
 
 	numKinds

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"strings"
 	"time"
 
 	"github.com/udtgo/udt/congestion"
@@ -243,12 +244,7 @@ func (e *Endpoint) emitTimeout() {
 
 func (e *Endpoint) emitDelivery(d *congestion.Delivery) {
 	ev := trace.Event{Kind: trace.DeliveryRate, Bytes: int(d.Delivered), Interval: d.Interval, RTT: d.RTT}
-	switch {
-	case d.AppLimited:
-		ev.Detail = "app-limited"
-	case d.Repair:
-		ev.Detail = "repair"
-	}
+	ev.Detail = deliveryDetail(d)
 	e.emitEvent(ev)
 }
 
@@ -267,4 +263,19 @@ func (e *Endpoint) emitCC() {
 // SetTracer replaces the engine's tracer (nil: none) and whether it gets per-packet events.
 func (e *Endpoint) SetTracer(t trace.Tracer, packets bool) {
 	e.tr.t, e.tr.pkts = t, packets && t != nil
+}
+
+// deliveryDetail is a DeliveryRate event's Detail: the sample's flags, comma-separated.
+func deliveryDetail(d *congestion.Delivery) string {
+	var fs []string
+	if d.AppLimited {
+		fs = append(fs, "app-limited")
+	}
+	if d.Repair {
+		fs = append(fs, "repair")
+	}
+	if d.RTT > 0 && d.RTTHeld {
+		fs = append(fs, "rtt-held")
+	}
+	return strings.Join(fs, ",")
 }

@@ -141,3 +141,23 @@ func BenchmarkEnginePerPacketTraced(b *testing.B) {
 	b.ReportMetric(ns, "ns/pkt")
 	b.ReportMetric(float64((cputime.Process()-cpu0).Nanoseconds())/float64(p.pkts-start), "cpu-ns/pkt")
 }
+
+// A DeliveryRate event's Detail lists the sample's flags, comma-separated; an RTT held behind a
+// hole is marked only when there is an RTT.
+func TestDeliveryDetail(t *testing.T) {
+	for _, tc := range []struct {
+		d    congestion.Delivery
+		want string
+	}{
+		{congestion.Delivery{}, ""},
+		{congestion.Delivery{AppLimited: true}, "app-limited"},
+		{congestion.Delivery{Repair: true, AppLimited: true}, "app-limited,repair"},
+		{congestion.Delivery{RTT: time.Millisecond, RTTHeld: true}, "rtt-held"},
+		{congestion.Delivery{RTTHeld: true}, ""},
+		{congestion.Delivery{Repair: true, RTT: time.Millisecond, RTTHeld: true}, "repair,rtt-held"},
+	} {
+		if got := deliveryDetail(&tc.d); got != tc.want {
+			t.Errorf("%+v: Detail %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}
