@@ -1,7 +1,6 @@
 package stream
 
 import (
-	"strings"
 	"time"
 
 	"github.com/udtgo/udt/congestion"
@@ -265,17 +264,21 @@ func (e *Endpoint) SetTracer(t trace.Tracer, packets bool) {
 	e.tr.t, e.tr.pkts = t, packets && t != nil
 }
 
-// deliveryDetail is a DeliveryRate event's Detail: the sample's flags, comma-separated.
+// deliveryDetail is a DeliveryRate event's Detail: the sample's flags, comma-separated (from a
+// table, so that a traced connection allocates nothing per ACK for it).
 func deliveryDetail(d *congestion.Delivery) string {
-	var fs []string
+	i := 0
 	if d.AppLimited {
-		fs = append(fs, "app-limited")
+		i |= 1
 	}
 	if d.Repair {
-		fs = append(fs, "repair")
+		i |= 2
 	}
 	if d.RTT > 0 && d.RTTHeld {
-		fs = append(fs, "rtt-held")
+		i |= 4
 	}
-	return strings.Join(fs, ",")
+	return deliveryDetails[i]
 }
+
+var deliveryDetails = [8]string{"", "app-limited", "repair", "app-limited,repair", "rtt-held",
+	"app-limited,rtt-held", "repair,rtt-held", "app-limited,repair,rtt-held"}
