@@ -28,10 +28,12 @@ import (
 // BBRv3's and Chromium BBR2's stopped risky probe); ProbeRTT (every 5 s without a new minimum:
 // in flight ≤ BDP/2 for 200 ms and one round) refreshes RTprop.
 //
-// Departures from the draft, the only two in the algorithm: UP also ends on a queue (above;
-// probeQueued), and loss is congestion only when it exceeds the path's background loss rate. The
-// draft takes any loss in a round for congestion (its bw_lo/inflight_lo cut by β = 0.7 per lossy
-// round) and a loss rate above 2 % in a probe for the path's limit (inflight_hi). Random loss on a
+// Departures from the draft in the algorithm: UP also ends on a queue (above; probeQueued);
+// inflight_hi is set from the largest flight a lost packet left in as well as the sample's, and
+// raised by any sample's flight, not only by one within the loss threshold (adaptUpperBounds
+// gives the measurement); and loss is congestion only when it exceeds the path's background loss
+// rate. The draft takes any loss in a round for congestion (its bw_lo/inflight_lo cut by β = 0.7
+// per lossy round) and a loss rate above 2 % in a probe for the path's limit (inflight_hi). Random loss on a
 // long path (radio, a dirty fibre, a policer's neighbours) is independent of what this flow sends,
 // so BBR here keeps an estimate of it — the loss rate of the rounds in the last 10 s (the RTprop
 // window: the path is taken as stationary over it) that were not probing and not judged congested —
@@ -74,6 +76,7 @@ type BBR struct {
 	probeRTTMin    time.Duration // min RTT over the last 5 s (ProbeRTT's window)
 	probeRTTStamp  time.Time
 	probeRTTExpire bool
+	probeRTTMark   int64 // C.delivered + inflight at ProbeRTT's latest event (probeRTTLimited)
 
 	// Round trips (draft §4.5.1), counted by delivered bytes.
 	delivered          int64
@@ -377,17 +380,26 @@ func (b *BBR) updateRound(d Delivery) {
 
 func (b *BBR) startRound() { b.nextRoundDelivered = b.delivered }
 
+// probeRTTLimited reports that the sample's reference packet left while ProbeRTT held the flight
+// down, or before the flight it held was delivered: the draft marks the connection
+// application-limited on every ACK in ProbeRTT (BBRHandleProbeRTT, C.app_limited = C.delivered +
+// inflight), so the packets it sends, and those sent after it until that flight is delivered,
+// measure the window ProbeRTT imposed, not the path. probeRTTMark is that C.app_limited.
+func (b *BBR) probeRTTLimited(d Delivery) bool {
+	return b.state == bbrProbeRTT || d.PriorDelivered < b.probeRTTMark
+}
+
 // maxBandwidth is the max-bw filter's value: the larger of the two cycles' maxima.
 func (b *BBR) maxBandwidth() float64 { return max(b.maxBw[0], b.maxBw[1]) }
 
 // updateMaxBw feeds the max-bw filter (draft §4.5.2.3): application-limited samples count only
-// when they raise it. ProbeRTT's samples are application-limited by construction (draft §4.3.4),
-// and a repair's may understate the path as they do (Delivery.Repair).
+// when they raise it. ProbeRTT's samples are application-limited by construction (draft §4.3.4;
+// probeRTTLimited), and a repair's may understate the path as they do (Delivery.Repair).
 func (b *BBR) updateMaxBw(d Delivery, rate float64) {
 	if rate <= 0 {
 		return
 	}
-	appLimited := d.AppLimited || d.Repair || b.state == bbrProbeRTT
+	appLimited := d.AppLimited || d.Repair || b.probeRTTLimited(d)
 	if rate >= b.maxBandwidth() || !appLimited {
 		b.maxBw[1] = max(b.maxBw[1], rate)
 	}
@@ -526,6 +538,13 @@ func (b *BBR) saveCwnd() float64 {
 // bandwidth in one epoch (draft §4.5.4): the window needs that much on top of the BDP so that
 // UDT's 10 ms ACKs (and light ACKs every 64 packets) do not stall the sender.
 func (b *BBR) updateACKAggregation(now time.Time, d Delivery) {
+	if b.roundStart {
+		// The filter is windowed by rounds (the draft's MaxExtraAckedFilter keyed by
+		// round_count), so it ages at every round start, also on an ACK that acknowledges
+		// nothing new (its packets were implied already, NewlyAcked).
+		b.extraAckedRound++
+		b.extraAcked[b.extraAckedRound%bbrExtraAckedRounds] = 0
+	}
 	if d.NewlyAcked <= 0 || b.bw <= 0 {
 		return
 	}
@@ -535,10 +554,6 @@ func (b *BBR) updateACKAggregation(now time.Time, d Delivery) {
 	}
 	b.extraDelivered += float64(d.NewlyAcked)
 	extra := min(b.extraDelivered-expected, b.cwnd)
-	if b.roundStart {
-		b.extraAckedRound++
-		b.extraAcked[b.extraAckedRound%bbrExtraAckedRounds] = 0
-	}
 	slot := &b.extraAcked[b.extraAckedRound%bbrExtraAckedRounds]
 	*slot = max(*slot, extra)
 }
@@ -567,14 +582,16 @@ type undoState struct {
 // within a round trip of the resend, so four rounds cover a resend waiting for its timer.
 const bbrUndoRounds = 4
 
-// arm saves the state before a loss response (the first one of an episode) to the losses of
-// event d.
-func (u *undoState) arm(b *BBR, d Delivery) {
+// arm saves the state before a loss response (the first one of an episode), made for lost
+// bytes: the losses the response judged (a flight's LostSinceSent, a round's losses), which
+// events before this one may have declared. Undo needs that many proven spurious: one spurious
+// packet among many real losses undoes nothing.
+func (u *undoState) arm(b *BBR, lost int64) {
 	if u.armed {
 		return
 	}
 	*u = undoState{armed: true, round: b.roundCount, inflightHi: b.inflightHi, inflightLo: b.inflightLo,
-		bwLo: b.bwLo, startup: b.state == bbrStartup, lost: max(d.NewlyLost, 0)}
+		bwLo: b.bwLo, startup: b.state == bbrStartup, lost: max(lost, 0)}
 }
 
 // observe counts the event's losses and spurious losses and undoes the response once all of the
@@ -593,6 +610,10 @@ func (u *undoState) observe(b *BBR, d Delivery) {
 			b.filledPipe = false
 			b.resetFullBw()
 			b.enterStartup()
+			// Startup is a probing state: nothing it sends is steady, and no probe's feedback
+			// is pending (as at connection start).
+			b.steadySince = time.Time{}
+			b.ackPhase, b.bwProbeSamples, b.prevProbeTooHigh, b.stoppedRiskyProbe = acksInit, false, false, false
 		}
 		u.armed = false
 		return

@@ -1,0 +1,209 @@
+package congestion
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// Edge cases of BBR's state machine found by review (2026-12-06): an undo armed with too few
+// losses, ProbeRTT's samples taken for a Startup plateau, ProbeRTT entered without settling the
+// flow, an ACK-aggregation filter that stopped ageing, and Startup teaching the background loss
+// rate its own excessive losses. Each test drives OnDelivery with hand-built events.
+
+const edgePkt = 1472
+
+// edgeFlow is a synthetic sender: a flight per round trip, acknowledged by one event a round trip
+// later with a sample of the flight over the round trip.
+type edgeFlow struct {
+	b         *BBR
+	now       time.Time
+	rtt       time.Duration
+	delivered int64
+	lost      int64
+}
+
+func newEdgeFlow(rtt time.Duration) *edgeFlow {
+	b := NewBBR(WithBBRRandSource(rand.NewPCG(1, 2)))
+	b.Init(t0, Params{MSS: 1500, RTT: rtt})
+	return &edgeFlow{b: b, now: t0, rtt: rtt}
+}
+
+// round sends pkts packets and acknowledges them rtt later, lost of them declared lost by the
+// same event.
+func (f *edgeFlow) round(pkts, lost int, rtt time.Duration, appLimited bool) {
+	prior := f.delivered
+	for range pkts {
+		f.b.OnPacketSent(f.now, 0, edgePkt)
+	}
+	tx := int64(pkts * edgePkt)
+	f.now = f.now.Add(rtt)
+	got := int64((pkts - lost) * edgePkt)
+	f.delivered += got
+	f.lost += int64(lost * edgePkt)
+	d := Delivery{
+		Delivered: got, Interval: rtt, AppLimited: appLimited, RTT: rtt,
+		PriorDelivered: prior, TxInFlight: tx, LostSinceSent: int64(lost * edgePkt),
+		NewlyDelivered: got, NewlyAcked: got, NewlyLost: int64(lost * edgePkt),
+		TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: edgePkt, PriorInFlight: tx,
+		CwndLimited: true, PacketSize: edgePkt,
+	}
+	if lost > 0 {
+		d.LostSentLast, d.LostTxInFlight = f.now.Add(-rtt), tx
+	}
+	f.b.OnDelivery(f.now, d)
+}
+
+// The losses that trigger a loss response may have been declared by earlier events (a flight's
+// LostSinceSent): undo must count them, so that one spurious packet among 20 losses undoes
+// nothing. Armed with the arming event's NewlyLost (0 here), the first spurious packet took the
+// response back and re-entered Startup, and the next ACK took it again.
+func TestBBRUndoNeedsTheResponseLossesSpurious(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	f.round(16, 0, f.rtt, false)
+	// A NAK declares 20 packets lost, then an ACK shows its flight of 100 lost 20 since: the
+	// per-ACK loss exit of Startup.
+	f.now = f.now.Add(time.Millisecond)
+	f.lost += 20 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{NewlyLost: 20 * edgePkt, TotalDelivered: f.delivered, TotalLost: f.lost,
+		InFlight: 80 * edgePkt, PriorInFlight: 100 * edgePkt, PacketSize: edgePkt, LostSentLast: f.now, LostTxInFlight: 100 * edgePkt})
+	f.now = f.now.Add(time.Millisecond)
+	f.delivered += 10 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{Delivered: 10 * edgePkt, Interval: 10 * time.Millisecond, RTT: 10 * time.Millisecond,
+		PriorDelivered: f.delivered - 10*edgePkt, TxInFlight: 100 * edgePkt, LostSinceSent: 20 * edgePkt,
+		NewlyDelivered: 10 * edgePkt, NewlyAcked: 10 * edgePkt, TotalDelivered: f.delivered, TotalLost: f.lost,
+		InFlight: 70 * edgePkt, PriorInFlight: 80 * edgePkt, PacketSize: edgePkt})
+	if !f.b.filledPipe || math.IsInf(f.b.inflightHi, 1) {
+		t.Fatalf("setup: the loss exit did not fire (state %v, inflight_hi %v)", f.b.state, f.b.inflightHi)
+	}
+	spurious := func(n int64) {
+		f.now = f.now.Add(time.Millisecond)
+		f.lost -= n * edgePkt
+		f.b.OnDelivery(f.now, Delivery{Spurious: n * edgePkt, TotalDelivered: f.delivered, TotalLost: f.lost,
+			InFlight: 70 * edgePkt, PriorInFlight: 70 * edgePkt, PacketSize: edgePkt})
+	}
+	spurious(1)
+	if f.b.state == bbrStartup || math.IsInf(f.b.inflightHi, 1) {
+		t.Fatalf("one spurious packet of 20 losses undid the response: state %v, inflight_hi %v", f.b.state, f.b.inflightHi)
+	}
+	// The flow settled meanwhile (as it would in the undo window's rounds) and a probe's feedback
+	// is pending; then the other 19 prove spurious too: the response is taken back.
+	f.b.state, f.b.steadySince, f.b.ackPhase = bbrProbeBWCruise, f.now, acksProbeFeedback
+	spurious(19)
+	if f.b.state != bbrStartup || !math.IsInf(f.b.inflightHi, 1) {
+		t.Fatalf("20 spurious of 20 losses did not undo the response: state %v, inflight_hi %v", f.b.state, f.b.inflightHi)
+	}
+	if !f.b.steadySince.IsZero() || f.b.ackPhase != acksInit {
+		t.Errorf("Startup re-entered with steady bookkeeping left over: steadySince %v, ack phase %v", f.b.steadySince, f.b.ackPhase)
+	}
+}
+
+// ProbeRTT's samples measure the window it imposes (the draft marks the connection application-
+// limited there): entered from Startup, they must not count as rounds without growth, or
+// Startup ends inside ProbeRTT and its exit goes to CRUISE at a fraction of the path.
+func TestBBRProbeRTTSamplesAreNoStartupPlateau(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	pk := 16
+	for range 4 {
+		f.round(pk, 0, f.rtt, false)
+		pk *= 2
+	}
+	if f.b.state != bbrStartup || f.b.filledPipe {
+		t.Fatalf("setup: state %v", f.b.state)
+	}
+	f.b.probeRTTStamp = f.now.Add(-6 * time.Second) // a Startup 5 s without a new min RTT
+	f.round(pk, 0, 12*time.Millisecond, false)
+	if f.b.state != bbrProbeRTT {
+		t.Fatalf("setup: ProbeRTT not entered, state %v", f.b.state)
+	}
+	for f.b.state == bbrProbeRTT && f.now.Sub(t0) < 10*time.Second {
+		f.round(4, 0, f.rtt, false) // ProbeRTT's window: a few packets a round
+	}
+	if f.b.state != bbrStartup || f.b.filledPipe {
+		t.Errorf("ProbeRTT entered from Startup left to %v (filled pipe %v, rounds without growth %d)", f.b.state, f.b.filledPipe, f.b.fullBwCount)
+	}
+	// The first round after it still acknowledges ProbeRTT's flight: no plateau evidence either.
+	f.round(4, 0, f.rtt, false)
+	if f.b.fullBwCount != 0 {
+		t.Errorf("a sample of ProbeRTT's flight counted as a round without growth (%d)", f.b.fullBwCount)
+	}
+}
+
+// ProbeRTT settles the flow (its sends count as steady): entered from DOWN, its own losses must
+// count as steady too, or its rounds teach the background a loss rate of zero whatever they lose.
+func TestBBRProbeRTTFromDownSettles(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	for range 3 {
+		f.round(16, 0, f.rtt, false)
+	}
+	f.b.filledPipe = true
+	f.b.startProbeBWDown(f.now)
+	f.b.bwProbeWait = time.Hour
+	f.b.probeRTTStamp = f.now.Add(-6 * time.Second)
+	f.b.cwnd = 1000 * edgePkt // much in flight: DOWN does not reach CRUISE first
+	f.b.OnPacketSent(f.now, 0, 1000*edgePkt)
+	f.now = f.now.Add(11 * time.Millisecond)
+	f.delivered += edgePkt
+	f.b.OnDelivery(f.now, Delivery{Delivered: edgePkt, Interval: 11 * time.Millisecond, RTT: 11 * time.Millisecond,
+		PriorDelivered: f.delivered, NewlyDelivered: edgePkt, NewlyAcked: edgePkt, TotalDelivered: f.delivered,
+		InFlight: 999 * edgePkt, PriorInFlight: 1000 * edgePkt, PacketSize: edgePkt, TxInFlight: 1000 * edgePkt})
+	if f.b.state != bbrProbeRTT {
+		t.Fatalf("setup: state %v", f.b.state)
+	}
+	if f.b.steadySince.IsZero() {
+		t.Fatal("ProbeRTT entered from DOWN left steadySince unset: its losses are never steady")
+	}
+}
+
+// The ACK-aggregation filter is windowed by rounds: it ages at every round start, also when the
+// round's ACK acknowledges nothing new (silence implied its packets already).
+func TestBBRExtraAckedAgesEveryRound(t *testing.T) {
+	for _, implied := range []bool{false, true} {
+		f := newEdgeFlow(10 * time.Millisecond)
+		for range 10 {
+			f.round(20, 0, f.rtt, false)
+		}
+		f.now = f.now.Add(time.Millisecond)
+		f.b.OnDelivery(f.now, Delivery{NewlyAcked: 200 * edgePkt, TotalDelivered: f.delivered, InFlight: edgePkt,
+			PriorInFlight: 201 * edgePkt, PacketSize: edgePkt}) // one burst of 200 packets
+		burst := f.b.extraAckedMax()
+		f.now = f.now.Add(200 * time.Millisecond)
+		for range 2 * bbrExtraAckedRounds {
+			prior := f.delivered
+			for range 20 {
+				f.b.OnPacketSent(f.now, 0, edgePkt)
+			}
+			f.now = f.now.Add(f.rtt / 2)
+			acked := int64(20 * edgePkt)
+			if implied {
+				f.b.OnDelivery(f.now, Delivery{NewlyAcked: acked, TotalDelivered: f.delivered, InFlight: edgePkt,
+					PriorInFlight: 21 * edgePkt, PacketSize: edgePkt})
+				acked = 0
+			}
+			f.now = f.now.Add(f.rtt / 2)
+			f.delivered += 20 * edgePkt
+			f.b.OnDelivery(f.now, Delivery{Delivered: 20 * edgePkt, Interval: f.rtt, RTT: f.rtt, PriorDelivered: prior,
+				TxInFlight: 21 * edgePkt, NewlyDelivered: 20 * edgePkt, NewlyAcked: acked, TotalDelivered: f.delivered,
+				InFlight: edgePkt, PriorInFlight: 21 * edgePkt, PacketSize: edgePkt})
+		}
+		if f.b.extraAckedMax() >= burst {
+			t.Errorf("implied %v: extra_acked %.0f packets %d rounds after a %.0f-packet burst: never aged",
+				implied, f.b.extraAckedMax()/edgePkt, 2*bbrExtraAckedRounds, burst/edgePkt)
+		}
+	}
+}
+
+// An application-limited start on a path losing 40 % must not teach the background that rate:
+// a round judged excessive never does, even before a measuring sample allows the loss exit.
+func TestBBRStartupExcessNeverTeachesTheBackground(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	for range 20 {
+		f.round(20, 8, f.rtt, true)
+	}
+	if !f.b.background.excess(f.now, 300*edgePkt, 1000*edgePkt, edgePkt) {
+		lost, total := f.b.background.sum(f.now)
+		t.Errorf("after an application-limited Startup losing 40 %%, a round losing 30 %% is not congestion (background %.0f of %.0f packets lost)",
+			lost/edgePkt, total/edgePkt)
+	}
+}
