@@ -434,7 +434,7 @@ func (b *BBR) sendQuantum() float64 {
 	case r < 24e6:
 		return 2 * b.pkt
 	default:
-		return min(b.pacingRate/1000, 64<<10)
+		return max(min(b.pacingRate/1000, 64<<10), 2*b.pkt) // never under the tier below it (jumbo packets)
 	}
 }
 

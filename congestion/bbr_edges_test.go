@@ -207,3 +207,63 @@ func TestBBRStartupExcessNeverTeachesTheBackground(t *testing.T) {
 			lost/edgePkt, total/edgePkt)
 	}
 }
+
+// A background of a few clean packets (one ProbeRTT round) must not blind the loss test: its own
+// variance dominated the two-proportion test's, and a round losing 30 % of 1000 packets passed
+// where an empty background flags it. Losing all that was sent is always excessive.
+func TestBBRLossTestSmallBackground(t *testing.T) {
+	var empty, tiny, enough lossWindow
+	tiny.add(t0, 0, 4*edgePkt)
+	enough.add(t0, 10*edgePkt, 1000*edgePkt) // 1 % random loss, well measured
+	l, n := 300.0*edgePkt, 1000.0*edgePkt
+	if !empty.excess(t0, l, n, edgePkt) || !tiny.excess(t0, l, n, edgePkt) || !enough.excess(t0, l, n, edgePkt) {
+		t.Errorf("30 %% of 1000 lost, excessive: empty background %v, 4 clean packets %v, 1 %% of 1000 %v",
+			empty.excess(t0, l, n, edgePkt), tiny.excess(t0, l, n, edgePkt), enough.excess(t0, l, n, edgePkt))
+	}
+	if enough.excess(t0, 20*edgePkt, 1000*edgePkt, edgePkt) {
+		t.Error("2 % lost against a 1 % background judged excessive (the threshold is 2 % above it)")
+	}
+	if !tiny.excess(t0, 3*edgePkt, 2*edgePkt, edgePkt) || empty.excess(t0, edgePkt, edgePkt, edgePkt) {
+		t.Errorf("more lost than sent (3 of 2) excessive %v (want true); one of one %v (want false: no evidence)",
+			tiny.excess(t0, 3*edgePkt, 2*edgePkt, edgePkt), empty.excess(t0, edgePkt, edgePkt, edgePkt))
+	}
+}
+
+// A NAK's losses belong to the states that sent them: nine packets DOWN sent and one CRUISE sent,
+// declared lost together, count as one steady loss, not ten (which cut the lower bounds against
+// the few packets CRUISE had sent).
+func TestBBRMixedLossEventSplitAtSettling(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	for range 3 {
+		f.round(20, 0, f.rtt, false)
+	}
+	f.b.filledPipe = true
+	f.b.startProbeBWDown(f.now)
+	f.b.bwProbeWait, f.b.roundsSinceBwProbe = time.Hour, -1000
+	f.round(20, 0, f.rtt, false) // DOWN → CRUISE: the flight is under the BDP
+	if f.b.state != bbrProbeBWCruise {
+		t.Fatalf("setup: state %v", f.b.state)
+	}
+	settled := f.b.steadySince
+	for range 20 {
+		f.b.OnPacketSent(f.now, 0, edgePkt)
+	}
+	f.now = f.now.Add(5 * time.Millisecond)
+	f.lost += 10 * edgePkt
+	before := f.b.roundLostSteady
+	f.b.OnDelivery(f.now, Delivery{NewlyLost: 10 * edgePkt, LostSentFirst: settled.Add(-9 * time.Millisecond),
+		LostSentLast: settled.Add(time.Millisecond), LostTxInFlight: 20 * edgePkt, TotalDelivered: f.delivered,
+		TotalLost: f.lost, InFlight: 11 * edgePkt, PriorInFlight: 21 * edgePkt, PacketSize: edgePkt})
+	if got := (f.b.roundLostSteady - before) / edgePkt; math.Abs(got-1) > 1e-9 {
+		t.Errorf("%.2f of the 10 lost packets counted as steady; 1 left after the flow settled", got)
+	}
+	// Losses all sent since it settled count whole.
+	before = f.b.roundLostSteady
+	f.lost += 2 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{NewlyLost: 2 * edgePkt, LostSentFirst: settled.Add(time.Millisecond),
+		LostSentLast: settled.Add(2 * time.Millisecond), LostTxInFlight: 20 * edgePkt, TotalDelivered: f.delivered,
+		TotalLost: f.lost, InFlight: 9 * edgePkt, PriorInFlight: 11 * edgePkt, PacketSize: edgePkt})
+	if got := (f.b.roundLostSteady - before) / edgePkt; got != 2 {
+		t.Errorf("%.2f of 2 losses sent in CRUISE counted as steady", got)
+	}
+}

@@ -125,7 +125,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	b.probeLostTx = max(b.probeLostTx, float64(d.LostTxInFlight))
 	b.roundLost += lost
 	if d.NewlyLost > 0 && !b.steadySince.IsZero() && !d.LostSentLast.Before(b.steadySince) {
-		b.roundLostSteady += lost
+		b.roundLostSteady += lost * b.sentSinceSteady(d)
 	}
 	b.roundOK += float64(d.NewlyDelivered)
 	if !b.lossRoundStart {
@@ -177,6 +177,19 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	}
 	b.bwLo = max(b.bwLatest, bbrBeta*b.bwLo)
 	b.inflightLo = max(b.inflightLatest, bbrBeta*b.inflightLo)
+}
+
+// sentSinceSteady is the share of the event's losses that left since the flow settled
+// (steadySince), whose last lost packet did: all of them, unless the first left before, when the
+// lost packets, a paced sender's, are taken as spread evenly over their departures (a NAK's range
+// straddling DOWN's end counted whole as CRUISE's, against the few packets CRUISE had sent, and
+// cut the lower bounds).
+func (b *BBR) sentSinceSteady(d Delivery) float64 {
+	first, last := d.LostSentFirst, d.LostSentLast
+	if first.IsZero() || !first.Before(b.steadySince) || !last.After(first) {
+		return 1
+	}
+	return float64(last.Sub(b.steadySince)) / float64(last.Sub(first))
 }
 
 func (b *BBR) resetLowerBounds() { b.bwLo, b.inflightLo = math.Inf(1), math.Inf(1) }

@@ -102,9 +102,10 @@ type Delivery struct {
 	// this way first, as a TCP sender does from SACK blocks. Implied packets are not delivered:
 	// they count in no rate sample until an ACK or NAK reports them, and then not again here.
 	NewlyAcked int64
-	// LostSentLast is the latest departure among the packets this event declared lost (zero if
-	// none): losses belong to the flight, and the controller state, that sent them.
-	LostSentLast time.Time
+	// LostSentFirst and LostSentLast are the earliest and the latest departure among the packets
+	// this event declared lost (zero if none): losses belong to the flight, and the controller
+	// state, that sent them.
+	LostSentFirst, LostSentLast time.Time
 	// LostTxInFlight is the largest TxInFlight among the packets this event declared lost: the
 	// flight they left in, the level at which the path dropped them (0 if none).
 	LostTxInFlight int64

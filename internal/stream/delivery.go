@@ -118,6 +118,7 @@ type deliveryEvent struct {
 	newlyDelivered int64
 	newlyAcked     int64 // newly delivered bytes not counted in a NewlyAcked before (pktAcked)
 	newlyLost      int64
+	lostSentFirst  time.Duration // earliest departure among the newly lost packets
 	lostSentLast   time.Duration // latest departure among the newly lost packets
 	lostTx         int64         // largest txInFlight among them
 	newlySpurious  int64         // bytes declared lost that this event showed were not
@@ -429,6 +430,9 @@ func (d *deliveryTracker) onLost(first, last seqno.Seq) {
 		// The receiver's report (or the cumulative ACK's, lostHeadDue) makes the next resend
 		// a repair again even after a blind one; go-back-N marks its losses blind afterwards.
 		p.flags = p.flags&^(pktInFlight|pktImplied|pktBlind) | pktLost
+		if d.ev.newlyLost == 0 || p.sent < d.ev.lostSentFirst {
+			d.ev.lostSentFirst = p.sent
+		}
 		d.lost += int64(p.size)
 		d.ev.newlyLost += int64(p.size)
 		d.ev.lostSentLast = max(d.ev.lostSentLast, p.sent)
@@ -542,7 +546,7 @@ func (d *deliveryTracker) sample(t time.Duration, start time.Time, pktSize int) 
 		s.RTT, s.RTTHeld = rtt, ev.rttHeld
 	}
 	if ev.newlyLost > 0 {
-		s.LostSentLast = start.Add(ev.lostSentLast)
+		s.LostSentFirst, s.LostSentLast = start.Add(ev.lostSentFirst), start.Add(ev.lostSentLast)
 		s.LostTxInFlight = ev.lostTx
 	}
 	if ev.hasRef {

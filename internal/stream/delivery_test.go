@@ -28,6 +28,9 @@ func TestDeliveryInFlight(t *testing.T) {
 	if !ok || s.NewlyLost != 200 || s.NewlyDelivered != 400 || s.InFlight != 400 {
 		t.Fatalf("after the NAK: %+v, want 200 lost, 400 delivered (0–2 and 5), 400 in flight", s)
 	}
+	if first, last := s.LostSentFirst.Sub(time.Time{}), s.LostSentLast.Sub(time.Time{}); first != 3*time.Millisecond || last != 4*time.Millisecond {
+		t.Fatalf("the lost packets left at %v … %v; want 3 ms … 4 ms", first, last)
+	}
 	d.onSend(isn.Add(3), 100, 21*time.Millisecond, true)
 	if d.inflight != 500 {
 		t.Fatalf("after a retransmission: %d bytes in flight, want 500", d.inflight)
