@@ -267,3 +267,18 @@ func TestBBRMixedLossEventSplitAtSettling(t *testing.T) {
 		t.Errorf("%.2f of 2 losses sent in CRUISE counted as steady", got)
 	}
 }
+
+// The send quantum is 1 ms of the pacing rate above 24 Mbit/s, but never under the two packets of
+// the tier below it: with 9000-byte datagrams 1 ms at 30 Mbit/s is 3750 bytes, under one packet.
+func TestBBRSendQuantumFloor(t *testing.T) {
+	b := NewBBR()
+	b.Init(t0, Params{MSS: 9000, RTT: 10 * time.Millisecond})
+	b.pacingRate = 30e6 / 8
+	if q := b.sendQuantum(); q < 2*b.pkt {
+		t.Errorf("send quantum %.0f bytes at 30 Mbit/s with %.0f-byte packets; want at least two packets", q, b.pkt)
+	}
+	b.pacingRate = 1e9 / 8
+	if q := b.sendQuantum(); q != 64<<10 {
+		t.Errorf("send quantum %.0f bytes at 1 Gbit/s; want the 64 KiB cap", q)
+	}
+}
