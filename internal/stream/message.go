@@ -317,6 +317,9 @@ type msgState struct {
 	dropped []losslist.Range // the ranges applyPending gave up at the packet being inserted (onGap)
 	want    int              // bytes of send-buffer room the last refused message needs (CanWrite)
 	filling int              // bytes of the message being filled (BeginMessage), 0 if none
+	// unsent counts the messages given up before any of their packets left: the receiver never
+	// saw their numbers, so they need no drop request (giveUp).
+	unsent uint64
 }
 
 // maxPendingDrops bounds the drop requests waiting for their last packet: a few messages given
@@ -417,6 +420,8 @@ func (e *Endpoint) giveUp(t time.Duration, s seqno.Seq) {
 	}
 	if seqno.Offset(first, last) >= 0 {
 		e.sendMsgDrop(t, no, first, last)
+	} else {
+		e.msgs.unsent++
 	}
 }
 
