@@ -30,6 +30,19 @@ func newEdgeFlow(rtt time.Duration) *edgeFlow {
 	return &edgeFlow{b: b, now: t0, rtt: rtt}
 }
 
+// newEdgeFlowInDown returns a flow past Startup (three rounds of pkts packets) that has just
+// entered ProbeBW_DOWN, with its next bandwidth probe held off.
+func newEdgeFlowInDown(pkts int) *edgeFlow {
+	f := newEdgeFlow(10 * time.Millisecond)
+	for range 3 {
+		f.round(pkts, 0, f.rtt, false)
+	}
+	f.b.filledPipe = true
+	f.b.startProbeBWDown(f.now)
+	f.b.bwProbeWait, f.b.roundsSinceBwProbe = time.Hour, -1000
+	return f
+}
+
 // round sends pkts packets and acknowledges them rtt later, lost of them declared lost by the
 // same event.
 func (f *edgeFlow) round(pkts, lost int, rtt time.Duration, appLimited bool) {
@@ -133,13 +146,7 @@ func TestBBRProbeRTTSamplesAreNoStartupPlateau(t *testing.T) {
 // ProbeRTT settles the flow (its sends count as steady): entered from DOWN, its own losses must
 // count as steady too, or its rounds teach the background a loss rate of zero whatever they lose.
 func TestBBRProbeRTTFromDownSettles(t *testing.T) {
-	f := newEdgeFlow(10 * time.Millisecond)
-	for range 3 {
-		f.round(16, 0, f.rtt, false)
-	}
-	f.b.filledPipe = true
-	f.b.startProbeBWDown(f.now)
-	f.b.bwProbeWait = time.Hour
+	f := newEdgeFlowInDown(16)
 	f.b.probeRTTStamp = f.now.Add(-6 * time.Second)
 	f.b.cwnd = 1000 * edgePkt // much in flight: DOWN does not reach CRUISE first
 	f.b.OnPacketSent(f.now, 0, 1000*edgePkt)
@@ -233,13 +240,7 @@ func TestBBRLossTestSmallBackground(t *testing.T) {
 // declared lost together, count as one steady loss, not ten (which cut the lower bounds against
 // the few packets CRUISE had sent).
 func TestBBRMixedLossEventSplitAtSettling(t *testing.T) {
-	f := newEdgeFlow(10 * time.Millisecond)
-	for range 3 {
-		f.round(20, 0, f.rtt, false)
-	}
-	f.b.filledPipe = true
-	f.b.startProbeBWDown(f.now)
-	f.b.bwProbeWait, f.b.roundsSinceBwProbe = time.Hour, -1000
+	f := newEdgeFlowInDown(20)
 	f.round(20, 0, f.rtt, false) // DOWN → CRUISE: the flight is under the BDP
 	if f.b.state != bbrProbeBWCruise {
 		t.Fatalf("setup: state %v", f.b.state)
