@@ -87,12 +87,13 @@ type BBR struct {
 	lossRoundDelivered int64
 	lossRoundStart     bool
 	roundLost, roundOK float64 // bytes lost and delivered in the current loss round
+	roundSpurious      float64 // bytes the current loss round showed spurious
 	roundLostSteady    float64 // … lost of packets sent since steadySince
 	roundSent          float64 // bytes sent in the current loss round
 	roundSentSteady    float64 // … of them while steady
 	prevSent           float64 // bytes sent in the previous loss round: the flight being judged
 	prevSentSteady     float64
-	steadySince        time.Time // when the flow last settled into CRUISE or ProbeRTT (zero: never)
+	steadySince        time.Time // when the flow last settled into CRUISE or ProbeRTT (zero: not since Startup)
 	background         lossWindow
 	roundMinRTT        time.Duration // the smallest RTT sample of the current loss round
 
@@ -426,7 +427,7 @@ func (b *BBR) bdp(bw, gain float64) float64 {
 }
 
 // sendQuantum is the draft's send quantum (§4.6.3) in bytes: 1 ms of the pacing rate, between
-// one or two packets at low rates and 64 KiB.
+// one or two packets at low rates and 64 KiB, and never under two packets above 24 Mbit/s.
 func (b *BBR) sendQuantum() float64 {
 	switch r := b.pacingRate * 8; {
 	case r < 1.2e6:
@@ -610,9 +611,7 @@ func (u *undoState) observe(b *BBR, d Delivery) {
 			b.filledPipe = false
 			b.resetFullBw()
 			b.enterStartup()
-			// Startup is a probing state: nothing it sends is steady, and no probe's feedback
-			// is pending (as at connection start).
-			b.steadySince = time.Time{}
+			// No probe's feedback is pending, as at connection start.
 			b.ackPhase, b.bwProbeSamples, b.prevProbeTooHigh, b.stoppedRiskyProbe = acksInit, false, false, false
 		}
 		u.armed = false

@@ -46,12 +46,15 @@ func (w *lossWindow) sum(now time.Time) (lost, total float64) {
 }
 
 // excess reports whether lost of total bytes is a loss rate above the background rate by more
-// than bbrLossThresh, at bbrLossSigma standard errors: a one-sided two-proportion z-test in units
-// of packets of pkt bytes, with the pooled proportion's variance. Without a background yet — or
-// with one under bbrBackgroundMin packets, whose own variance would make the test blind to any
-// round (four clean packets hid a round losing 30 % of 1000) — the test is against bbrLossThresh
-// alone, with the variance of that rate. Less than one lost packet is never excessive. A report of
-// more lost than sent (accounting that straddles rounds) reads as a rate of 1.
+// than bbrLossThresh, at bbrLossSigma standard errors, in units of packets of pkt bytes: a
+// one-sided test of the difference of two proportions against a margin (H0: the round's rate is
+// at most background + threshold). Its standard error is taken at H0's boundary, unpooled — the
+// round's rate at background + threshold over the round's packets, plus the background's own
+// variance over its packets — since pooling assumes the two rates equal, which the margin
+// denies: pooled, a few clean background packets made the test blind (four hid a round losing
+// 30 % of 1000, fifty one losing 15 %), where more clean evidence must only sharpen it. Without a
+// background the second term is 0. Less than one lost packet is never excessive; a report of more
+// lost than sent (accounting that straddles rounds) reads as a rate of 1.
 func (w *lossWindow) excess(now time.Time, lost, total, pkt float64) bool {
 	n, l := total/pkt, lost/pkt
 	if l < 1 || n <= 0 {
@@ -60,15 +63,13 @@ func (w *lossWindow) excess(now time.Time, lost, total, pkt float64) bool {
 	bgLost, bgTotal := w.sum(now)
 	nb, lb := bgTotal/pkt, bgLost/pkt
 	r := min(l/n, 1)
-	var bg, se float64
-	if nb >= bbrBackgroundMin {
-		bg = lb / nb
-		p := min((l+lb)/(n+nb), 1)
-		se = math.Sqrt(p * (1 - p) * (1/n + 1/nb))
-	} else {
-		q := bbrLossThresh
-		se = math.Sqrt(q * (1 - q) / n)
+	var bg, bgVar float64
+	if nb >= 1 {
+		bg = min(lb/nb, 1)
+		bgVar = bg * (1 - bg) / nb
 	}
+	p0 := min(bg+bbrLossThresh, 1)
+	se := math.Sqrt(p0*(1-p0)/n + bgVar)
 	if r-bg-bbrLossThresh <= bbrLossSigma*se {
 		return false
 	}
@@ -77,10 +78,6 @@ func (w *lossWindow) excess(now time.Time, lost, total, pkt float64) bool {
 	// also be below the one-sided 3σ probability.
 	return poissonTail(l, n*(bg+bbrLossThresh)) < bbrLossPValue
 }
-
-// bbrBackgroundMin is the smallest background, in packets, the loss test compares with: 1 /
-// bbrLossThresh, the fewest in which a loss rate at the threshold's scale expects one loss.
-const bbrBackgroundMin = 1 / bbrLossThresh
 
 // bbrLossPValue is the one-sided tail probability of three standard errors, 1 − Φ(3).
 const bbrLossPValue = 0.00135

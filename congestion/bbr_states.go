@@ -21,6 +21,7 @@ func (s bbrState) probing() bool {
 func (b *BBR) enterStartup() {
 	b.state = bbrStartup
 	b.pacingGain, b.cwndGain = bbrStartupPacingGain, bbrStartupCwndGain
+	b.steadySince = time.Time{} // a probing state: nothing Startup sends is steady
 }
 
 // checkFullBwReached detects a bandwidth plateau (draft §4.3.1.2): three rounds in which no
@@ -125,9 +126,10 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	b.probeLostTx = max(b.probeLostTx, float64(d.LostTxInFlight))
 	b.roundLost += lost
 	if d.NewlyLost > 0 && !b.steadySince.IsZero() && !d.LostSentLast.Before(b.steadySince) {
-		b.roundLostSteady += lost * b.sentSinceSteady(d)
+		b.roundLostSteady += max(lost*b.sentSinceSteady(d), min(lost, b.pkt)) // the last lost packet left since
 	}
 	b.roundOK += float64(d.NewlyDelivered)
+	b.roundSpurious += float64(max(d.Spurious, 0))
 	if !b.lossRoundStart {
 		return
 	}
@@ -137,7 +139,8 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 	all, steady := b.roundLost, b.roundLostSteady
 	sent, sentSteady := max(b.prevSent, all), max(b.prevSentSteady, steady)
 	b.prevSent, b.prevSentSteady = b.roundSent, b.roundSentSteady
-	b.roundLost, b.roundLostSteady, b.roundOK, b.roundSent, b.roundSentSteady = 0, 0, 0, 0, 0
+	spurious := b.roundSpurious // losses of the round already shown spurious: undo needs the rest (arm)
+	b.roundLost, b.roundLostSteady, b.roundOK, b.roundSent, b.roundSentSteady, b.roundSpurious = 0, 0, 0, 0, 0, 0
 	// Only a round that saw the queue nearly empty teaches the background: its best RTT sample
 	// within BBR's own probing excess (0.25·min RTT, the 1.25 probe gain) plus 1 ms of timer
 	// granularity. A round that only saw a standing queue may have lost packets to its overflow
@@ -152,7 +155,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 		// yet: an application-limited start on a lossy path would otherwise teach its losses.
 		excess := b.background.excess(now, all, sent, b.pkt)
 		if b.bwMeasured && excess {
-			b.undo.arm(b, int64(all))
+			b.undo.arm(b, int64(max(all-spurious, 0)))
 			b.filledPipe = true
 			b.inflightHi = max(b.bdp(b.maxBandwidth(), 1), b.inflightLatest)
 		} else if !excess && (quiet || b.minRTT <= 0) {
@@ -168,7 +171,7 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 		return
 	}
 	// BBRInitLowerBounds and BBRLossLowerBounds.
-	b.undo.arm(b, int64(steady))
+	b.undo.arm(b, int64(max(steady-spurious, 0)))
 	if math.IsInf(b.bwLo, 1) {
 		b.bwLo = b.maxBandwidth()
 	}
@@ -183,7 +186,8 @@ func (b *BBR) updateCongestionSignals(now time.Time, d Delivery, rate float64) {
 // (steadySince), whose last lost packet did: all of them, unless the first left before, when the
 // lost packets, a paced sender's, are taken as spread evenly over their departures (a NAK's range
 // straddling DOWN's end counted whole as CRUISE's, against the few packets CRUISE had sent, and
-// cut the lower bounds).
+// cut the lower bounds). Losses in separate ranges, an old hole's and a fresh one's, are not so
+// spread: the share is an estimate, and the caller counts at least the last packet.
 func (b *BBR) sentSinceSteady(d Delivery) float64 {
 	first, last := d.LostSentFirst, d.LostSentLast
 	if first.IsZero() || !first.Before(b.steadySince) || !last.After(first) {
