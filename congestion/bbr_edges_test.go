@@ -283,3 +283,142 @@ func TestBBRSendQuantumFloor(t *testing.T) {
 		t.Errorf("send quantum %.0f bytes at 1 Gbit/s; want the 64 KiB cap", q)
 	}
 }
+
+// Startup → ProbeRTT → Startup: ProbeRTT's entry settles the flow (steadySince), and its return
+// to Startup must unsettle it, or Startup's own overflow losses, declared in Drain, count as
+// steady losses of a round that sent nothing steady and cut the lower bounds.
+func TestBBRProbeRTTBackToStartupUnsettles(t *testing.T) {
+	for _, viaProbeRTT := range []bool{false, true} {
+		f := newEdgeFlow(10 * time.Millisecond)
+		pk := 16
+		for range 4 {
+			f.round(pk, 0, f.rtt, false)
+			pk *= 2
+		}
+		if viaProbeRTT {
+			f.b.probeRTTStamp = f.now.Add(-6 * time.Second)
+			f.round(pk, 0, 12*time.Millisecond, false)
+			if f.b.state != bbrProbeRTT {
+				t.Fatalf("setup: state %v", f.b.state)
+			}
+			for f.b.state == bbrProbeRTT && f.now.Sub(t0) < 10*time.Second {
+				f.round(4, 0, f.rtt, false)
+			}
+			if f.b.state != bbrStartup {
+				t.Fatalf("setup: ProbeRTT left to %v", f.b.state)
+			}
+			if !f.b.steadySince.IsZero() {
+				t.Errorf("back in Startup after ProbeRTT with steadySince %v set (Startup sends nothing steady)", f.b.steadySince.Sub(t0))
+			}
+			f.round(4, 0, f.rtt, false) // past probeRTTMark
+		}
+		// A Startup flight overflows: 1000 packets at T, 30 declared lost with its first ACK
+		// (Startup's loss exit to Drain, the flight still far above the BDP).
+		T := f.now
+		for range 1000 {
+			f.b.OnPacketSent(T, 0, edgePkt)
+		}
+		prior := f.delivered
+		f.now = T.Add(10 * time.Millisecond)
+		f.delivered += 70 * edgePkt
+		f.lost += 30 * edgePkt
+		f.b.OnDelivery(f.now, Delivery{Delivered: 70 * edgePkt, Interval: 10 * time.Millisecond, RTT: 10 * time.Millisecond,
+			PriorDelivered: prior, TxInFlight: 1000 * edgePkt, LostSinceSent: 30 * edgePkt,
+			NewlyDelivered: 70 * edgePkt, NewlyAcked: 70 * edgePkt, NewlyLost: 30 * edgePkt,
+			LostSentFirst: T, LostSentLast: T, LostTxInFlight: 1000 * edgePkt,
+			TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: 900 * edgePkt, PriorInFlight: 1000 * edgePkt,
+			CwndLimited: true, PacketSize: edgePkt})
+		if f.b.state != bbrDrain {
+			t.Fatalf("via ProbeRTT %v: setup: state %v after the overflow, want Drain", viaProbeRTT, f.b.state)
+		}
+		// More of Startup's packets (sent at T) are declared lost during Drain.
+		f.now = f.now.Add(time.Millisecond)
+		f.lost += 20 * edgePkt
+		f.b.OnDelivery(f.now, Delivery{NewlyLost: 20 * edgePkt, LostSentFirst: T, LostSentLast: T, LostTxInFlight: 1000 * edgePkt,
+			TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: 880 * edgePkt, PriorInFlight: 900 * edgePkt, PacketSize: edgePkt})
+		// Drain sends a few and the next loss round ends.
+		prior = f.delivered
+		for range 10 {
+			f.b.OnPacketSent(f.now, 0, edgePkt)
+		}
+		f.now = f.now.Add(10 * time.Millisecond)
+		f.delivered += 10 * edgePkt
+		f.b.OnDelivery(f.now, Delivery{Delivered: 10 * edgePkt, Interval: 10 * time.Millisecond, RTT: 10 * time.Millisecond,
+			PriorDelivered: prior, TxInFlight: 890 * edgePkt, NewlyDelivered: 10 * edgePkt, NewlyAcked: 10 * edgePkt,
+			TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: 880 * edgePkt, PriorInFlight: 890 * edgePkt,
+			CwndLimited: true, PacketSize: edgePkt})
+		if !math.IsInf(f.b.bwLo, 1) || !math.IsInf(f.b.inflightLo, 1) {
+			t.Errorf("via ProbeRTT %v: Startup's own overflow losses, declared in %v, cut the lower bounds as steady losses: bw_lo %.0f pkt/s, inflight_lo %.0f pkt",
+				viaProbeRTT, f.b.state, f.b.bwLo/edgePkt, f.b.inflightLo/edgePkt)
+		}
+	}
+}
+
+// More clean background only sharpens the loss test (a pooled variance, dominated by 1/nb, made
+// it blind at 50–100 clean packets), and a small lossy background is a background: 7 of 64 lost
+// against 5 of 48 is the same rate, not congestion.
+func TestBBRLossTestBackgroundSize(t *testing.T) {
+	l, n := 150.0*edgePkt, 1000.0*edgePkt // 15 % of 1000 lost
+	prev := true
+	for _, nb := range []float64{0, 4, 49, 50, 60, 100, 200, 1000} {
+		var w lossWindow
+		if nb > 0 {
+			w.add(t0, 0, nb*edgePkt)
+		}
+		got := w.excess(t0, l, n, edgePkt)
+		if prev && !got {
+			t.Errorf("15 %% of 1000 lost: excessive against a smaller clean background, not against %v clean packets", nb)
+		}
+		prev = got
+	}
+	var w lossWindow
+	w.add(t0, 5*edgePkt, 48*edgePkt)
+	if w.excess(t0, 7*edgePkt, 64*edgePkt, edgePkt) {
+		t.Error("7 of 64 lost (10.9 %) against a background of 5 of 48 (10.4 %) judged excessive")
+	}
+}
+
+// A round's losses shown spurious within the round do not arm undo: armed with the gross count,
+// it needed more spurious packets than there were lost, and the response stood after all of the
+// episode's losses proved spurious.
+func TestBBRUndoNetOfTheRoundsSpurious(t *testing.T) {
+	f := newEdgeFlow(10 * time.Millisecond)
+	f.round(16, 0, f.rtt, false)
+	f.round(32, 0, f.rtt, false)
+	T := f.now
+	for range 40 {
+		f.b.OnPacketSent(T, 0, edgePkt)
+	}
+	// A NAK declares 20 lost (reordering); 10 of them prove spurious within the round.
+	f.now = T.Add(5 * time.Millisecond)
+	f.lost += 20 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{NewlyLost: 20 * edgePkt, LostSentFirst: T, LostSentLast: T, LostTxInFlight: 40 * edgePkt,
+		TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: 20 * edgePkt, PriorInFlight: 40 * edgePkt, PacketSize: edgePkt})
+	f.now = f.now.Add(time.Millisecond)
+	f.lost -= 10 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{Spurious: 10 * edgePkt, TotalDelivered: f.delivered, TotalLost: f.lost,
+		InFlight: 20 * edgePkt, PriorInFlight: 20 * edgePkt, PacketSize: edgePkt})
+	ref := f.now
+	prior := f.delivered
+	for range 5 {
+		f.b.OnPacketSent(ref, 0, edgePkt)
+	}
+	// The round's end: everything delivered (the 20 "lost" too), no loss since the reference left.
+	f.now = ref.Add(10 * time.Millisecond)
+	f.delivered += 45 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{Delivered: 25 * edgePkt, Interval: 10 * time.Millisecond, RTT: 10 * time.Millisecond,
+		PriorDelivered: prior, TxInFlight: 25 * edgePkt, NewlyDelivered: 25 * edgePkt, NewlyAcked: 25 * edgePkt,
+		TotalDelivered: f.delivered, TotalLost: f.lost, InFlight: 0, PriorInFlight: 25 * edgePkt, CwndLimited: true, PacketSize: edgePkt})
+	if f.b.state == bbrStartup {
+		t.Fatalf("setup: Startup did not exit")
+	}
+	// The other 10 prove spurious: every loss of the episode was.
+	f.now = f.now.Add(time.Millisecond)
+	f.lost -= 10 * edgePkt
+	f.b.OnDelivery(f.now, Delivery{Spurious: 10 * edgePkt, TotalDelivered: f.delivered, TotalLost: f.lost,
+		InFlight: 0, PriorInFlight: 0, PacketSize: edgePkt})
+	if f.b.state != bbrStartup {
+		t.Errorf("all 20 losses proved spurious, the response stands: state %v, inflight_hi %.0f pkt (undo lost %d, spurious %d pkt)",
+			f.b.state, f.b.inflightHi/edgePkt, f.b.undo.lost/edgePkt, f.b.undo.spurious/edgePkt)
+	}
+}
