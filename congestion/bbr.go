@@ -30,19 +30,19 @@ import (
 //
 // Departures from the draft in the algorithm: UP also ends on a queue (above; probeQueued);
 // inflight_hi is set from the largest flight a lost packet left in as well as the sample's, and
-// raised by any sample's flight, not only by one within the loss threshold (adaptUpperBounds
-// gives the measurement); and loss is congestion only when it exceeds the path's background loss
-// rate. The draft takes any loss in a round for congestion (its bw_lo/inflight_lo cut by β = 0.7
-// per lossy round) and a loss rate above 2 % in a probe for the path's limit (inflight_hi). Random loss on a
-// long path (radio, a dirty fibre, a policer's neighbours) is independent of what this flow sends,
-// so BBR here keeps an estimate of it — the loss rate of the rounds in the last 10 s (the RTprop
-// window: the path is taken as stationary over it) that were not probing and not judged congested —
-// and judges a round, or a probe's flight, congested when its loss rate exceeds that background by
-// more than the draft's BBRLossThresh (2 %) at three standard errors (a one-sided two-proportion
-// z-test; 3σ ≈ 0.13 % false alarms per judgement). A queue that overflows loses a large share of
-// what is sent beyond its size (20 % of an UP round's excess at gain 1.25, 64 % in Startup), so
-// real overflow still bounds the flight within a round or two, while random loss of a few percent
-// does not shrink it.
+// raised by any sample's flight, not only by one within the loss threshold (adaptUpperBounds gives
+// the measurement); and loss is congestion only when it exceeds the path's background loss rate.
+// The draft takes any loss in a round for congestion (its bw_lo/inflight_lo cut by β = 0.7 per
+// lossy round) and a loss rate above 2 % in a probe for the path's limit (inflight_hi). Random loss
+// on a long path (radio, a dirty fibre, a policer's neighbours) is independent of what this flow
+// sends, so BBR here keeps an estimate of it — the loss rate of the rounds in the last 10 s (the
+// RTprop window: the path is taken as stationary over it) that were not probing and not judged
+// congested — and judges a round, or a probe's flight, congested when its loss rate exceeds that
+// background by more than the draft's BBRLossThresh (2 %) at three standard errors (a one-sided
+// two-proportion z-test against that margin, unpooled; 3σ ≈ 0.13 % false alarms per judgement). A
+// queue that overflows loses a large share of what is sent beyond its size (20 % of an UP round's
+// excess at gain 1.25, 64 % in Startup), so real overflow still bounds the flight within a round or
+// two, while random loss of a few percent does not shrink it.
 //
 // Adaptations to UDT, not changes of the algorithm: UDT4's initial window of 16 packets (spec
 // §5.2) instead of TCP's 10; the first pacing rate uses the handshake's RTT (Params.RTT) as the
