@@ -370,8 +370,7 @@ func (b *BBR) checkTimeToGoDown(d Delivery, rate float64) bool {
 // delay, once the link is full), beyond the samples' own noise (rttNoise; until a steady round
 // has measured it, the ACK-aggregation allowance, extra_acked at the model's bandwidth, draft
 // §4.5.4) and 1 ms of timer granularity. A sample a hole held back (Delivery.RTTHeld) is no
-// evidence. It is
-// Chromium's BBR2 exit from PROBE_UP (Bbr2ProbeBwMode::UpdateProbeUp: bytes in flight of at least
+// evidence. It is Chromium's BBR2 exit from PROBE_UP (Bbr2ProbeBwMode::UpdateProbeUp: bytes in flight of at least
 // 1.25 BDP a round into the phase) read from the delay, which UDT's cumulative ACK leaves
 // unbiased, where the flight it holds back behind a hole is not: in that form the exit cut probes
 // short on lossy paths (testbed 100 Mbit/s · 100 ms · 1 %, two A B pairs: 90.0 and 89.9 Mbit/s
