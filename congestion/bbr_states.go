@@ -367,16 +367,16 @@ func (b *BBR) checkTimeToGoDown(d Delivery, rate float64) bool {
 
 // probeQueued reports that UP, a round in, meets a queue as deep as its own excess: an RTT sample
 // 0.25·min RTT above the minimum (pacing at 1.25 for a round queues 0.25 BDP, 0.25·min RTT of
-// delay, once the link is full), beyond the samples' own noise (rttNoise; until a steady round
-// has measured it, the ACK-aggregation allowance, extra_acked at the model's bandwidth, draft
-// §4.5.4) and 1 ms of timer granularity. A sample a hole held back (Delivery.RTTHeld) is no
-// evidence. It is Chromium's BBR2 exit from PROBE_UP (Bbr2ProbeBwMode::UpdateProbeUp: bytes in flight of at least
-// 1.25 BDP a round into the phase) read from the delay, which UDT's cumulative ACK leaves
-// unbiased, where the flight it holds back behind a hole is not: in that form the exit cut probes
-// short on lossy paths (testbed 100 Mbit/s · 100 ms · 1 %, two A B pairs: 90.0 and 89.9 Mbit/s
-// against 91.0 and 90.8). The draft's plateau alone keeps UP for three rounds without 25 %
-// growth: 0.75 BDP of queue, which overflowed a one-BDP buffer every cycle and drove a CUBIC flow
-// sharing it down to 8–19 % of the link (TestSimTwoFlows/cubic-*).
+// delay, once the link is full), beyond the samples' own noise (rttNoise; until a steady round has
+// measured it, the ACK-aggregation allowance, extra_acked at the model's bandwidth, draft §4.5.4)
+// and 1 ms of timer granularity. A sample a hole held back (Delivery.RTTHeld) is no evidence. It is
+// Chromium's BBR2 exit from PROBE_UP (Bbr2ProbeBwMode::UpdateProbeUp: bytes in flight of at least
+// 1.25 BDP a round into the phase) read from the delay, which UDT's cumulative ACK leaves unbiased,
+// where the flight it holds back behind a hole is not: in that form the exit cut probes short on
+// lossy paths (testbed 100 Mbit/s · 100 ms · 1 %, two A B pairs: 90.0 and 89.9 Mbit/s against 91.0
+// and 90.8). The draft's plateau alone keeps UP for three rounds without 25 % growth: 0.75 BDP of
+// queue, which overflowed a one-BDP buffer every cycle and drove a CUBIC flow sharing it down to
+// 8–19 % of the link (TestSimTwoFlows/cubic-*).
 func (b *BBR) probeQueued(d Delivery) bool {
 	if b.upRounds == 0 || d.RTT <= 0 || d.RTTHeld || b.minRTT <= 0 || b.bw <= 0 {
 		return false
