@@ -266,6 +266,48 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 	}
 }
 
+// deliveryCC is recordCC as a congestion.DeliveryController.
+type deliveryCC struct{ recordCC }
+
+func (*deliveryCC) OnDelivery(time.Time, congestion.Delivery) {}
+
+// A controller that models the path from its own delivery samples gets no packet pairs: every
+// packet, the pair openers (seq&0xF == 0) included, takes its own slot of the schedule.
+func TestDeliveryControllerSendsNoPairs(t *testing.T) {
+	now := time.Unix(100, 0)
+	const isn = 1<<31 - 3 // seq 0 and seq 16 are pair openers
+	cc := &deliveryCC{recordCC{fixedCC: fixedCC{period: 100 * time.Microsecond}}}
+	e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: cc,
+		Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots
+	src := randomBytes(1, 24*e.payloadSize)
+	if e.Write(src) != len(src) {
+		t.Fatal("short write")
+	}
+	bufs := make([][]byte, 8)
+	var times []time.Time
+	for len(times) < 24 {
+		for i := range bufs {
+			bufs[i] = make([]byte, 1472)
+		}
+		n, next := e.Release(now, bufs)
+		for range n {
+			times = append(times, now)
+		}
+		if next.IsZero() {
+			break
+		}
+		now = next
+	}
+	if len(times) != 24 {
+		t.Fatalf("%d packets released, want 24", len(times))
+	}
+	for i := 1; i < len(times); i++ {
+		if d := times[i].Sub(times[i-1]); d != 100*time.Microsecond {
+			t.Fatalf("packet %d (seq %d) left %v after the one before: want every packet in its own 100 µs slot", i, uint32(isn+i)&(1<<31-1), d)
+		}
+	}
+}
+
 // The timer ACK leaves with the first data packet that arrives once the ACK period has passed,
 // so that its time is that packet's arrival (a sender's delivery-rate samples assume as much);
 // the timer sends it itself only after a whole period without data, rounded up to a quarter

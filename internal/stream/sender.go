@@ -117,9 +117,10 @@ func (e *Endpoint) Departure() time.Time {
 // at least MSS−28 bytes; bufs[i] is resliced to the packet's length) and returns how many it
 // wrote and when the next one is due (zero: nothing more to send until new data, an ACK or a NAK).
 // Retransmissions from the sender loss list go first, then new data within min(flow window, cwnd)
-// (spec §4.3). Departures follow the controller's period through a pacer.Scheduler; a new packet
-// whose seq&0xF == 0 and its successor leave back to back as a packet pair (spec §6.2), the
-// successor taking the next slot of the schedule so that the average rate is unchanged.
+// (spec §4.3). Departures follow the controller's period through a pacer.Scheduler; unless the
+// controller is a congestion.DeliveryController, a new packet whose seq&0xF == 0 and its
+// successor leave back to back as a packet pair (spec §6.2), the successor taking the next slot
+// of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
 	return e.release(now, bufs, nil, nil)
 }
@@ -243,7 +244,14 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) ([]byte, in
 		}
 		e.startProbe(t)                     // may lengthen the next packet into a probe (pmtud.go)
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
-		probe = seq&0xF == 0
+		// A packet pair (spec §6.2) feeds the receiver's link-capacity estimate, which only a
+		// controller driven by the receiver's reports reads (UDT4's native one, from the ACK's
+		// capacity field). A controller that models the path from its own delivery samples
+		// (DeliveryController) has no use for it, and the pair's back-to-back second packet puts
+		// a packet of queue on the bottleneck every 16 packets that its pacing never drains
+		// (simulation, 10 Mbit/s · 2 ms, a two-packet buffer: a drop at every pair once the
+		// queue stood; TestDeliveryControllerSendsNoPairs).
+		probe = e.dcc == nil && seq&0xF == 0
 		e.noteFirstAfterPause(seq)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
