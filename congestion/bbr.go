@@ -246,6 +246,13 @@ func (b *BBR) Phase() string { return b.state.String() }
 // String returns "bbr", the name ParseSpec accepts.
 func (b *BBR) String() string { return "bbr" }
 
+// PacketPairs reports false (PacketPairer): BBR models the path from its own delivery samples
+// and never reads the receiver's packet-pair estimate (ACK.Bandwidth), and each pair's
+// back-to-back second packet puts a packet of queue on the bottleneck that pacing at 0.99 of
+// the bandwidth does not drain: at 10 Mbit/s · 2 ms with a two-packet buffer, a drop at every
+// pair once the queue stood (simulation, 2026-12-06).
+func (b *BBR) PacketPairs() bool { return false }
+
 // Init resets the controller for a new connection (draft §4.2.1, BBROnInit).
 func (b *BBR) Init(now time.Time, p Params) {
 	rng := b.rng

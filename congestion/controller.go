@@ -55,6 +55,9 @@ type ACK struct {
 	// loopback, a shaper or virtualised NIC) they read the batches, not the path. A receiver
 	// that saw no usable pair keeps its estimator's starting value (1000 packets/s, as UDT 4.11
 	// does), so a steady 1000 is no measurement. The default controller uses neither.
+	// Bandwidth comes from the gap between the two packets of each pair the sender sends back
+	// to back (spec §6.2): to a controller that declines pairs (PacketPairer, BBR) it reads
+	// the sender's own spacing, about its sending rate, not the link's.
 	RecvRate  int    // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
 	Bandwidth int    // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
 	CurrSeq   uint32 // the largest sequence number sent so far
@@ -105,4 +108,15 @@ type Controller interface {
 	OnPacketReceived(now time.Time, seq uint32, size int)
 	// State returns the controller's current decision.
 	State() State
+}
+
+// PacketPairer is implemented by a Controller that says whether the sender should send packet
+// pairs: every packet whose sequence number is a multiple of 16 followed at once by the next
+// one (spec §6.2), so that the receiver can estimate the link capacity from their gap for
+// ACK.Bandwidth. A Controller without the method gets them, as from UDT4's sender. The
+// connection asks once, looking through wrappers with Unwrap() Controller
+// (WithMaxBandwidth). A controller that does not read ACK.Bandwidth should decline them: the
+// pair's second packet puts a packet of queue on the bottleneck every 16 packets.
+type PacketPairer interface {
+	PacketPairs() bool
 }

@@ -15,7 +15,9 @@ import (
 // spec §6), kept for UDT4's perfmon and its native controller: where packets arrive in batches
 // (GRO, loopback, a shaper or a virtualised NIC releasing several at once) they read the batch
 // spacing, not the path, and can be off by orders of magnitude either way. The default
-// controller does not use them; it measures the delivery rate itself (congestion.Delivery).
+// controller does not use them; it measures the delivery rate itself (congestion.Delivery), and
+// declines the packet pairs Bandwidth is measured from (congestion.PacketPairer), so under it
+// Bandwidth reads this side's own spacing, about its sending rate, not the link's capacity.
 // Before there is an estimate they hold starting values (RecvRate 16, Bandwidth 1,
 // LocalRecvRate 1 on a side that has received no data), not measurements.
 //

@@ -42,7 +42,8 @@ const (
 	// Detail: "full", "medium" or "light"; RTT, RTTVar: the smoothed values after it;
 	// FlowWindow: the peer's window; InFlight: packets still unacknowledged; RecvRate and
 	// Bandwidth: the peer's smoothed arrival speed and capacity estimates, packets/s (full
-	// ACKs; spec §6).
+	// ACKs; spec §6; Bandwidth reads the sending rate under a controller that declines packet
+	// pairs, congestion.PacketPairer).
 	ACKReceived
 	// NAKSent (receiver): a periodic re-report of missing packets (the immediate NAK of a new
 	// loss is a LossDetected event). Packets: packets named; Ranges: ranges.

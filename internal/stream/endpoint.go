@@ -40,6 +40,7 @@ type Endpoint struct {
 	ccACKInterval  int
 	ccRTO          time.Duration
 	pairNext       bool              // the previous packet opened a packet pair: the next leaves at once
+	pairs          bool              // the controller wants packet pairs (wantsPairs)
 	blocked        bool              // Release last stopped with nothing sendable (window, data)
 	peerRates      arrival.PeerRates // smoothed receiver estimates from full ACKs (spec §6.3)
 	rtoBase        time.Duration
@@ -144,6 +145,7 @@ func New(cfg Config, now time.Time) *Endpoint {
 	e.sent = newSentLog(isn, e.snd.Cap())
 	e.dlv = newDeliveryTracker(isn, e.snd.Cap())
 	e.dcc, _ = cfg.Controller.(congestion.DeliveryController)
+	e.pairs = wantsPairs(cfg.Controller)
 	e.rtoBase = t
 
 	if cfg.Messages {

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"encoding/binary"
+	"slices"
 	"testing"
 	"time"
 
@@ -266,45 +267,80 @@ func TestSenderACKNAKAndPairs(t *testing.T) {
 	}
 }
 
-// deliveryCC is recordCC as a congestion.DeliveryController.
-type deliveryCC struct{ recordCC }
+// pairCC is recordCC as a congestion.DeliveryController that may decline packet pairs.
+type pairCC struct {
+	recordCC
+	pairs bool
+}
 
-func (*deliveryCC) OnDelivery(time.Time, congestion.Delivery) {}
+func (*pairCC) OnDelivery(time.Time, congestion.Delivery) {}
+func (c *pairCC) PacketPairs() bool                       { return c.pairs }
 
-// A controller that models the path from its own delivery samples gets no packet pairs: every
-// packet, the pair openers (seq&0xF == 0) included, takes its own slot of the schedule.
-func TestDeliveryControllerSendsNoPairs(t *testing.T) {
-	now := time.Unix(100, 0)
+// deliveryOnlyCC is a DeliveryController that does not say whether it wants pairs.
+type deliveryOnlyCC struct{ recordCC }
+
+func (*deliveryOnlyCC) OnDelivery(time.Time, congestion.Delivery) {}
+
+// A controller that declines packet pairs (congestion.PacketPairer), directly or through a
+// wrapper, gets none: every packet, the pair openers (seq&0xF == 0) included, takes its own slot
+// of the schedule. One that does not say gets them, as from UDT4's sender, whether or not it takes
+// delivery samples.
+func TestDeclinedPacketPairs(t *testing.T) {
 	const isn = 1<<31 - 3 // seq 0 and seq 16 are pair openers
-	cc := &deliveryCC{recordCC{fixedCC: fixedCC{period: 100 * time.Microsecond}}}
-	e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: cc,
-		Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots
-	src := randomBytes(1, 24*e.payloadSize)
-	if e.Write(src) != len(src) {
-		t.Fatal("short write")
+	period := 100 * time.Microsecond
+	for _, tc := range []struct {
+		name  string
+		cc    congestion.Controller
+		pairs bool
+	}{
+		{"declines", &pairCC{recordCC{fixedCC: fixedCC{period: period}}, false}, false},
+		{"declines, wrapped", congestion.WithMaxBandwidth(&pairCC{recordCC{fixedCC: fixedCC{period: period}}, false}, 1e12), false},
+		{"asks", &pairCC{recordCC{fixedCC: fixedCC{period: period}}, true}, true},
+		{"delivery samples, silent", &deliveryOnlyCC{recordCC{fixedCC: fixedCC{period: period}}}, true},
+	} {
+		now := time.Unix(100, 0)
+		e := New(Config{LocalID: 7, PeerID: 8, ISN: isn, PeerISN: 1, PeerFlowWindow: 64, Controller: tc.cc,
+			Start: now, PacingTolerance: -1}, now) // pacer.Exact: exact slots
+		src := randomBytes(1, 24*e.payloadSize)
+		if e.Write(src) != len(src) {
+			t.Fatal("short write")
+		}
+		bufs := make([][]byte, 8)
+		var times []time.Time
+		for len(times) < 24 {
+			for i := range bufs {
+				bufs[i] = make([]byte, 1472)
+			}
+			n, next := e.Release(now, bufs)
+			for range n {
+				times = append(times, now)
+			}
+			if next.IsZero() {
+				break
+			}
+			now = next
+		}
+		if len(times) != 24 {
+			t.Fatalf("%s: %d packets released, want 24", tc.name, len(times))
+		}
+		var together []int // packets that left with the one before
+		for i := 1; i < len(times); i++ {
+			if times[i].Equal(times[i-1]) {
+				together = append(together, i)
+			}
+		}
+		// Packets 3 and 19 are seq 0 and 16: with pairs, 4 and 20 follow them at once.
+		if want := []int{4, 20}; tc.pairs && !slices.Equal(together, want) {
+			t.Errorf("%s: packets %v left with the one before; want the pairs' second packets %v", tc.name, together, want)
+		} else if !tc.pairs && len(together) > 0 {
+			t.Errorf("%s: packets %v left with the one before; want every packet in its own slot", tc.name, together)
+		}
 	}
-	bufs := make([][]byte, 8)
-	var times []time.Time
-	for len(times) < 24 {
-		for i := range bufs {
-			bufs[i] = make([]byte, 1472)
-		}
-		n, next := e.Release(now, bufs)
-		for range n {
-			times = append(times, now)
-		}
-		if next.IsZero() {
-			break
-		}
-		now = next
+	if wantsPairs(congestion.NewBBR()) || wantsPairs(congestion.WithMaxBandwidth(congestion.NewBBR(), 1e6)) {
+		t.Error("BBR, bare or capped, wants packet pairs; it never reads them")
 	}
-	if len(times) != 24 {
-		t.Fatalf("%d packets released, want 24", len(times))
-	}
-	for i := 1; i < len(times); i++ {
-		if d := times[i].Sub(times[i-1]); d != 100*time.Microsecond {
-			t.Fatalf("packet %d (seq %d) left %v after the one before: want every packet in its own 100 µs slot", i, uint32(isn+i)&(1<<31-1), d)
-		}
+	if !wantsPairs(congestion.NewNative()) || !wantsPairs(congestion.WithMaxBandwidth(congestion.NewNative(), 1e6)) {
+		t.Error("the native controller, bare or capped, declines the packet pairs its rate increase reads")
 	}
 }
 

@@ -118,7 +118,7 @@ func (e *Endpoint) Departure() time.Time {
 // wrote and when the next one is due (zero: nothing more to send until new data, an ACK or a NAK).
 // Retransmissions from the sender loss list go first, then new data within min(flow window, cwnd)
 // (spec §4.3). Departures follow the controller's period through a pacer.Scheduler; unless the
-// controller is a congestion.DeliveryController, a new packet whose seq&0xF == 0 and its
+// controller declines them (congestion.PacketPairer), a new packet whose seq&0xF == 0 and its
 // successor leave back to back as a packet pair (spec §6.2), the successor taking the next slot
 // of the schedule so that the average rate is unchanged.
 func (e *Endpoint) Release(now time.Time, bufs [][]byte) (int, time.Time) {
@@ -244,14 +244,7 @@ func (e *Endpoint) packOne(t time.Duration, now time.Time, b []byte) ([]byte, in
 		}
 		e.startProbe(t)                     // may lengthen the next packet into a probe (pmtud.go)
 		seq, payload, msg, _ = e.snd.Next() // sendable() checked that one is unsent
-		// A packet pair (spec §6.2) feeds the receiver's link-capacity estimate, which only a
-		// controller driven by the receiver's reports reads (UDT4's native one, from the ACK's
-		// capacity field). A controller that models the path from its own delivery samples
-		// (DeliveryController) has no use for it, and the pair's back-to-back second packet puts
-		// a packet of queue on the bottleneck every 16 packets that its pacing never drains
-		// (simulation, 10 Mbit/s · 2 ms, a two-packet buffer: a drop at every pair once the
-		// queue stood; TestDeliveryControllerSendsNoPairs).
-		probe = e.dcc == nil && seq&0xF == 0
+		probe = e.pairs && seq&0xF == 0     // a packet pair (spec §6.2), unless declined (wantsPairs)
 		e.noteFirstAfterPause(seq)
 	}
 	putDataHeader(b, seq, msg, timestamp(t), e.cfg.PeerID)
@@ -502,4 +495,21 @@ func (e *Endpoint) windowImplyDue() (time.Duration, bool) {
 		return 0, false
 	}
 	return e.dlv.implyDue(e.rtt.RTT())
+}
+
+// wantsPairs reports whether the controller wants packet pairs (congestion.PacketPairer), looking
+// through wrappers with Unwrap() Controller; a controller that does not say gets them, as from
+// UDT4's sender.
+func wantsPairs(c congestion.Controller) bool {
+	for range 8 {
+		if p, ok := c.(congestion.PacketPairer); ok {
+			return p.PacketPairs()
+		}
+		u, ok := c.(interface{ Unwrap() congestion.Controller })
+		if !ok {
+			return true
+		}
+		c = u.Unwrap()
+	}
+	return true
 }
