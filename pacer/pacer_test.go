@@ -426,7 +426,10 @@ func TestPacerBurstAndFairness(t *testing.T) {
 		p := pacer.New(pacer.NewGoTimer(), pacer.Config{Burst: 3, Tolerance: pacer.Exact})
 		defer p.Close()
 		var order []string
-		start := time.Now()
+		// Both flows are due a microsecond ahead, so that the pacer's wake-up waits for this
+		// goroutine to block (synctest advances the clock only then): due at once, the pacer
+		// could serve a's three bursts before b was added ("aaabb", seen under load).
+		due := time.Now().Add(time.Microsecond)
 		mk := func(name string, pkts int) pacer.Flow {
 			left := pkts
 			return flowFunc(func(now time.Time, max int) (int, time.Time) {
@@ -439,11 +442,11 @@ func TestPacerBurstAndFairness(t *testing.T) {
 				if left == 0 {
 					return n, time.Time{}
 				}
-				return n, start // more due at once
+				return n, due // more due at once
 			})
 		}
-		p.Add(mk("a", 7)).Schedule(start)
-		p.Add(mk("b", 4)).Schedule(start)
+		p.Add(mk("a", 7)).Schedule(due)
+		p.Add(mk("b", 4)).Schedule(due)
 		time.Sleep(time.Millisecond)
 		p.Close() // happens-before for order
 		got := ""
