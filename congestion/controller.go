@@ -59,7 +59,7 @@ type ACK struct {
 	// to back (spec §6.2): to a controller that declines pairs (PacketPairer, BBR) it reads
 	// the sender's own spacing, about its sending rate, not the link's.
 	RecvRate  int    // the receiver's packet arrival speed, smoothed 7/8, packets/s; 0 if unknown
-	Bandwidth int    // the estimated link capacity, smoothed 7/8, packets/s; 0 if unknown
+	Bandwidth int    // the packet-pair capacity estimate (see above), smoothed 7/8, packets/s; 0 if unknown
 	CurrSeq   uint32 // the largest sequence number sent so far
 }
 
@@ -115,8 +115,10 @@ type Controller interface {
 // one (spec §6.2), so that the receiver can estimate the link capacity from their gap for
 // ACK.Bandwidth. A Controller without the method gets them, as from UDT4's sender. The
 // connection asks once, looking through wrappers with Unwrap() Controller
-// (WithMaxBandwidth). A controller that does not read ACK.Bandwidth should decline them: the
-// pair's second packet puts a packet of queue on the bottleneck every 16 packets.
+// (WithMaxBandwidth); a wrapper that embeds the Controller interface without Unwrap hides the
+// method (embed the concrete type, or add Unwrap). A controller that does not read
+// ACK.Bandwidth should decline them: the pair's second packet puts a packet of queue on the
+// bottleneck every 16 packets. BBR and Fixed decline them; Native reads them.
 type PacketPairer interface {
 	PacketPairs() bool
 }

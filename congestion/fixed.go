@@ -84,6 +84,10 @@ func (f *Fixed) Rate() int64 { return f.bps }
 // String returns "fixed:RATE", e.g. "fixed:500Mbit/s", which ParseSpec accepts.
 func (f *Fixed) String() string { return "fixed:" + FormatRate(f.bps) }
 
+// PacketPairs reports false (PacketPairer): a fixed rate reads no capacity estimate, and a pair's
+// back-to-back second packet would be the only departure off the schedule.
+func (f *Fixed) PacketPairs() bool { return false }
+
 // MinPeriod returns the packet send period that keeps a sender of packetSize-byte packets at or
 // below bytesPerSec bytes/s: packetSize·10^9/bytesPerSec ns, rounded to the ns (spec §5.5:
 // "interval ≥ 10^6 / (MAXBW / MSS) µs"). It returns 0 (no limit) if bytesPerSec or packetSize
@@ -108,12 +112,8 @@ func perPacket(size float64, rate int64) time.Duration {
 // WithMaxBandwidth returns c with its sending rate capped at bytesPerSec bytes/s, counted in
 // MSS-byte packets as UDT_MAXBW is (spec §5.5): every State it reports has
 // Period ≥ MinPeriod(bytesPerSec, Params.MSS); a Period of 0 (no limit) becomes that minimum. All
-// events go to c unchanged. conn applies Config.MaxBandwidth with it:
-//
-//	cc := cfg.Congestion()
-//	if cfg.MaxBandwidth > 0 {
-//		cc = congestion.WithMaxBandwidth(cc, cfg.MaxBandwidth)
-//	}
+// events go to c unchanged. (conn applies Config.MaxBandwidth itself, as the same floor on the
+// send period; this wrapper is for a controller used on its own.)
 //
 // If c is a DeliveryController, so is the result. If bytesPerSec ≤ 0 it returns c itself. The returned Controller also has Unwrap() Controller,
 // which returns c (e.g. to read a *Native's SlowStart).

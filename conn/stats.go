@@ -79,7 +79,7 @@ type Stats struct {
 	FlowWindow        int           // packets: the peer's advertised flow window (pktFlowWindow)
 	CongestionWindow  int           // packets: the controller's window, 0 = none (pktCongestionWindow)
 	FlightSize        int           // packets sent and not yet acknowledged (pktFlightSize)
-	Bandwidth         int           // packets/s: smoothed link capacity estimate from the peer's ACKs (spec §6.2; see below)
+	Bandwidth         int           // packets/s: smoothed packet-pair capacity estimate from the peer's ACKs (spec §6.2; see above)
 	RecvRate          int           // packets/s: smoothed arrival speed the peer reports (spec §6.1; see below)
 	LocalRecvRate     int           // packets/s: this side's arrival speed (ACK word 4)
 	SendBufferFree    int           // bytes free in the send buffer (byteAvailSndBuf)

@@ -121,7 +121,8 @@
 //     (Config.Messages, message.go) keeps whole messages, with its own departures listed there.
 //   - The packet pair's second packet takes the next slot of the pacing schedule, so pairs do not
 //     raise the average rate (UDT4 sends it for free); a controller that never reads the
-//     receiver's capacity estimate (congestion.PacketPairer: BBR, the default) gets no pairs.
+//     receiver's capacity estimate (congestion.PacketPairer: BBR, the default, and Fixed) gets
+//     no pairs.
 //   - Gaps wait a reordering window before their NAK, and NAKed packets a window before their
 //     resend (reorder.go); the controller hears only of packets declared lost.
 //   - When the receive buffer holds fewer than 512 packets, the light ACK every 64 packets is

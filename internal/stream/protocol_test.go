@@ -339,6 +339,9 @@ func TestDeclinedPacketPairs(t *testing.T) {
 	if wantsPairs(congestion.NewBBR()) || wantsPairs(congestion.WithMaxBandwidth(congestion.NewBBR(), 1e6)) {
 		t.Error("BBR, bare or capped, wants packet pairs; it never reads them")
 	}
+	if wantsPairs(congestion.NewFixed(1e8)) {
+		t.Error("Fixed wants packet pairs; it reads no estimate")
+	}
 	if !wantsPairs(congestion.NewNative()) || !wantsPairs(congestion.WithMaxBandwidth(congestion.NewNative(), 1e6)) {
 		t.Error("the native controller, bare or capped, declines the packet pairs its rate increase reads")
 	}
