@@ -501,15 +501,10 @@ func (e *Endpoint) windowImplyDue() (time.Duration, bool) {
 // through wrappers with Unwrap() Controller; a controller that does not say gets them, as from
 // UDT4's sender.
 func wantsPairs(c congestion.Controller) bool {
-	for range 8 {
-		if p, ok := c.(congestion.PacketPairer); ok {
+	for x := range wrapped(c) {
+		if p, ok := x.(congestion.PacketPairer); ok {
 			return p.PacketPairs()
 		}
-		u, ok := c.(interface{ Unwrap() congestion.Controller })
-		if !ok {
-			return true
-		}
-		c = u.Unwrap()
 	}
 	return true
 }

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"iter"
 	"time"
 
 	"github.com/udtgo/udt/congestion"
@@ -40,8 +41,8 @@ func newTracing(cfg *Config) tracing {
 // from SlowStart() bool "slow start" / "congestion avoidance", looking through wrappers with
 // Unwrap() Controller (congestion.WithMaxBandwidth); nil if it tells neither.
 func phaseOf(c congestion.Controller) func() string {
-	for range 8 {
-		switch x := c.(type) {
+	for x := range wrapped(c) {
+		switch x := x.(type) {
 		case interface{ Phase() string }:
 			return x.Phase
 		case interface{ SlowStart() bool }:
@@ -52,13 +53,25 @@ func phaseOf(c congestion.Controller) func() string {
 				return "congestion avoidance"
 			}
 		}
-		u, ok := c.(interface{ Unwrap() congestion.Controller })
-		if !ok {
-			return nil
-		}
-		c = u.Unwrap()
 	}
 	return nil
+}
+
+// wrapped yields c and the controllers it wraps, outermost first, following Unwrap()
+// Controller (congestion.WithMaxBandwidth) at most 8 deep.
+func wrapped(c congestion.Controller) iter.Seq[congestion.Controller] {
+	return func(yield func(congestion.Controller) bool) {
+		for range 8 {
+			if c == nil || !yield(c) {
+				return
+			}
+			u, ok := c.(interface{ Unwrap() congestion.Controller })
+			if !ok {
+				return
+			}
+			c = u.Unwrap()
+		}
+	}
 }
 
 // DropCounts returns the drop counters alone (cheaper than Stats, for periodic checks).
