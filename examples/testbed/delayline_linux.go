@@ -38,8 +38,19 @@ const readBatch = 64
 //
 // One locked OS thread runs an event loop: ppoll on the TUN device with a
 // timeout at the head packet's due time (ns resolution, 1 ns timer slack),
-// read everything available, write everything due. It asks for SCHED_FIFO
-// so that a loaded machine delays it less (Stats reports whether it got it).
+// read everything available, write everything due. It runs at nice −20 so
+// that a loaded machine delays it less (Stats reports whether it got it).
+//
+// Not SCHED_FIFO, which it used before: a real-time Go thread can livelock
+// the process. Leaving a system call, the thread spins (sched_yield) while
+// another runtime thread (sysmon taking its P, the GC scanning its stack)
+// holds its goroutine's status; sched_yield from SCHED_FIFO never yields to
+// a normal thread, so when that thread waits on the same CPU neither runs
+// until the kernel's real-time throttling (sched_rt_runtime_us, 950 ms of
+// each second) stops the spin. Measured on the testbed at 100 Mbit/s ·
+// 100 ms with the receiver's CPU busy: the line's thread ran 938–949 ms at a
+// stretch, forwarding nothing, 4 times in 20 s; every udt run collapsed to
+// 20–50 Mbit/s. A nice −20 thread's spin yields to the others.
 type DelayLine struct {
 	tun   int // non-blocking TUN fd
 	wake  int // eventfd: Close writes it to end the loop
@@ -65,8 +76,8 @@ type DelayLineStats struct {
 	MaxLate   time.Duration `json:"max_late_ns"`
 	// Late[i] counts releases with lateness ≤ lateBounds[i]; the last
 	// element counts the rest.
-	Late     [6]uint64 `json:"late"`
-	Realtime bool      `json:"realtime"` // the loop runs with SCHED_FIFO
+	Late         [6]uint64 `json:"late"`
+	HighPriority bool      `json:"high_priority"` // the loop runs at nice −20
 	// TunDropped counts packets the kernel dropped because the TUN device's
 	// queue was full before the line read them (sysfs tx_dropped).
 	TunDropped uint64 `json:"tun_dropped"`
@@ -172,11 +183,12 @@ func (f *fifo) pop() heldPacket {
 
 func (d *DelayLine) loop() {
 	defer close(d.done)
-	runtime.LockOSThread() // never unlocked: the thread carries RT priority and slack
+	runtime.LockOSThread() // never unlocked: the thread carries its priority and slack
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	rt := unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_FIFO, Priority: 10}, 0) == nil
+	// On Linux a thread's nice value is its own: this sets the loop's thread only.
+	hi := unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), -20) == nil
 	d.mu.Lock()
-	d.stats.Realtime = rt
+	d.stats.HighPriority = hi
 	d.mu.Unlock()
 
 	var q fifo

@@ -76,8 +76,8 @@ func printDelayStats(w io.Writer, tb *Testbed) DelayLineStats {
 		fmt.Fprintln(w, "testbed: delay line:", err)
 		return s
 	}
-	fmt.Fprintf(w, "testbed: delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), realtime %v\n",
-		s.Forwarded, s.Dropped, s.TunDropped, s.Realtime)
+	fmt.Fprintf(w, "testbed: delay line: %d packets forwarded, %d dropped (line full), %d dropped (TUN queue full), nice −20 %v\n",
+		s.Forwarded, s.Dropped, s.TunDropped, s.HighPriority)
 	fmt.Fprintf(w, "testbed: delay line release lateness: %s; worst %.1f ms\n", s.LateSummary(), float64(s.MaxLate)/1e6)
 	return s
 }

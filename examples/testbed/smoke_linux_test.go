@@ -71,7 +71,7 @@ func TestSmoke(t *testing.T) {
 		t.Logf("attempt %d:\n%s", attempt, sb.String())
 		stall := ""
 		if serr == nil {
-			t.Logf("delay line: %d forwarded, realtime %v, lateness %s", st.Forwarded, st.Realtime, st.LateSummary())
+			t.Logf("delay line: %d forwarded, nice −20 %v, lateness %s", st.Forwarded, st.HighPriority, st.LateSummary())
 			if st.Forwarded == 0 {
 				t.Error("delay line forwarded nothing: traffic bypassed it")
 			}
