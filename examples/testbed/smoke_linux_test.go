@@ -55,6 +55,7 @@ func TestSmoke(t *testing.T) {
 		names := []string{tb.NS(HostA), tb.NS(Router), tb.NS(HostB)}
 		checks, err = SelfMeasure(ctx, tb, "quick", "builtin", testWriter{t})
 		st, serr := tb.DelayStats()
+		rt, rterr := realtimeThreads(tb.delay.cmd.Process.Pid)
 		if cerr := tb.Close(); cerr != nil {
 			t.Errorf("Close: %v", cerr)
 		}
@@ -66,12 +67,21 @@ func TestSmoke(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		switch {
+		case rterr != nil:
+			t.Errorf("reading the delay line's threads: %v", rterr)
+		case len(rt) > 0:
+			t.Errorf("delay line threads %v run under a real-time policy: a real-time Go thread can livelock the line (see DelayLine)", rt)
+		}
 		var sb strings.Builder
 		ok := printChecks(&sb, checks)
 		t.Logf("attempt %d:\n%s", attempt, sb.String())
 		stall := ""
 		if serr == nil {
 			t.Logf("delay line: %d forwarded, nice −20 %v, lateness %s", st.Forwarded, st.HighPriority, st.LateSummary())
+			if !st.HighPriority {
+				t.Error("the delay line's thread did not get nice −20 (root may always set it)")
+			}
 			if st.Forwarded == 0 {
 				t.Error("delay line forwarded nothing: traffic bypassed it")
 			}
@@ -163,4 +173,30 @@ func TestSmokeUDT(t *testing.T) {
 	if row.GoodputMbps <= 0 {
 		t.Error("udt transfer moved nothing")
 	}
+}
+
+// realtimeThreads returns the IDs of process pid's threads that run under a real-time policy
+// (SCHED_FIFO or SCHED_RR: field 41 of /proc/PID/task/TID/stat, proc(5)).
+func realtimeThreads(pid int) ([]string, error) {
+	dir := fmt.Sprintf("/proc/%d/task", pid)
+	tids, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var rt []string
+	for _, e := range tids {
+		b, err := os.ReadFile(dir + "/" + e.Name() + "/stat")
+		if err != nil {
+			continue // the thread exited
+		}
+		// Fields after the command name, which is in parentheses and may hold spaces.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if len(f) < 39 {
+			return nil, fmt.Errorf("%s/stat: %d fields after the name", e.Name(), len(f))
+		}
+		if pol := f[38]; pol == "1" || pol == "2" {
+			rt = append(rt, e.Name())
+		}
+	}
+	return rt, nil
 }
