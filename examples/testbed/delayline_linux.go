@@ -43,14 +43,16 @@ const readBatch = 64
 //
 // Not SCHED_FIFO, which it used before: a real-time Go thread can livelock
 // the process. Leaving a system call, the thread spins (sched_yield) while
-// another runtime thread (sysmon taking its P, the GC scanning its stack)
-// holds its goroutine's status; sched_yield from SCHED_FIFO never yields to
-// a normal thread, so when that thread waits on the same CPU neither runs
-// until the kernel's real-time throttling (sched_rt_runtime_us, 950 ms of
-// each second) stops the spin. Measured on the testbed at 100 Mbit/s ·
-// 100 ms with the receiver's CPU busy: the line's thread ran 938–949 ms at a
-// stretch, forwarding nothing, 4 times in 20 s; every udt run collapsed to
-// 20–50 Mbit/s. A nice −20 thread's spin yields to the others.
+// another runtime thread holds its goroutine's status (in Go 1.26, sysmon
+// taking its P away; the collector is off in the line's process, see
+// delayLineMain); sched_yield from SCHED_FIFO never yields to a normal
+// thread, so when that thread waits on the same CPU neither runs until the
+// kernel lets normal threads in after 950 ms of each second
+// (sched_rt_runtime_us). Measured on the testbed at 100 Mbit/s · 100 ms with
+// the receiver's CPU busy: the line's thread ran 938–949 ms at a stretch,
+// forwarding nothing, 4 times in 20 s; every udt run collapsed to
+// 19–50 Mbit/s. A nice −20 thread shares its CPU under the fair scheduler,
+// so the thread it waits for runs within a scheduler slice.
 type DelayLine struct {
 	tun   int // non-blocking TUN fd
 	wake  int // eventfd: Close writes it to end the loop
@@ -100,8 +102,8 @@ func (s DelayLineStats) LateSummary() string {
 }
 
 // StallNote returns a note when more than 0.1 % of the packets left the line
-// over 10 ms late: the host descheduled it (on a shared VM even a real-time
-// thread loses its vCPU for tens of ms, and every packet in the line then
+// over 10 ms late: the host descheduled it (on a shared VM even a
+// high-priority thread loses its vCPU for tens of ms, and every packet in the line then
 // waits), so the path's delay and rate were perturbed while that happened.
 // It returns "" otherwise.
 func (s DelayLineStats) StallNote() string {
@@ -194,8 +196,8 @@ func (d *DelayLine) loop() {
 	var q fifo
 	var local DelayLineStats // flushed to d.stats after each round
 	// Packet buffers are recycled through a free list: in steady state the
-	// loop allocates nothing, so the garbage collector (whose helper
-	// threads are not real-time) never makes it wait.
+	// loop allocates nothing, so the garbage collector (off in the line's
+	// own process, delayLineMain) has nothing to make it wait for.
 	var free [][]byte
 	buf := make([]byte, 65536)
 	window := int64(releaseWindow)
