@@ -103,8 +103,9 @@ func (s DelayLineStats) LateSummary() string {
 
 // StallNote returns a note when more than 0.1 % of the packets left the line
 // over 10 ms late: the host descheduled it (on a shared VM even a
-// high-priority thread loses its vCPU for tens of ms, and every packet in the line then
-// waits), so the path's delay and rate were perturbed while that happened.
+// high-priority thread loses its vCPU for tens of ms, and every packet in
+// the line then waits), so the path's delay and rate were perturbed while
+// that happened.
 // It returns "" otherwise.
 func (s DelayLineStats) StallNote() string {
 	late := s.Late[4] + s.Late[5]
